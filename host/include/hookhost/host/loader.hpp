@@ -1,0 +1,41 @@
+// Loads a discovered plugin with Boost.DLL and checks that it is what its note says.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <hookhost/entry.h>
+
+#include "discovery.hpp"
+
+namespace hookhost {
+
+class LoadError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class LoadedPlugin {
+ public:
+  LoadedPlugin(std::filesystem::path file, PluginMetadata metadata, const hh_plugin_entry* entry)
+      : file_(std::move(file)), metadata_(std::move(metadata)), entry_(entry) {}
+  const std::filesystem::path& file() const { return file_; }
+  const PluginMetadata& metadata() const { return metadata_; }
+  const hh_plugin_entry& entry() const { return *entry_; }
+
+ private:
+  std::filesystem::path file_;
+  PluginMetadata metadata_;
+  const hh_plugin_entry* entry_;
+};
+
+// Opens the library with rtld_now | rtld_local (a missing symbol fails here, not at first call),
+// resolves hookhost_plugin_v1, checks its struct_size and ABI version, and cross-checks the entry
+// against the note (id, version, description, parameters). Throws LoadError naming the file and
+// what to do. Libraries are never unloaded while the process lives; loading the same file twice
+// returns the same plugin.
+std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin);
+
+}  // namespace hookhost

@@ -1,0 +1,139 @@
+// The runtime: TensorFlow's MonitoredSession for plugin hooks. It drives every hook instance
+// through begin -> after_create_session -> (before_run -> after_run)* -> end, enforces that order,
+// recovers the session from recoverable errors, and contains hook failures by policy.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <hookhost/hook.h>
+
+#include "hook_dispatch.hpp"
+#include "loader.hpp"
+#include "params.hpp"
+#include "session.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace hookhost {
+
+// What happens when a hook's call fails (returns an error or throws).
+enum class FailurePolicy {
+  disable,  // default: the hook gets no more calls except end(failed); the others continue
+  stop,     // the job stops cleanly after the current step
+  fail,     // the job ends with an error
+};
+const char* policy_name(FailurePolicy policy);
+std::optional<FailurePolicy> parse_policy(const std::string& text);
+
+struct HookSettings {
+  std::string instance_name;
+  int order = 0;  // lower runs first; ties keep the order hooks were added
+  FailurePolicy on_error = FailurePolicy::disable;
+};
+
+enum class Outcome { completed, stopped, failed };
+const char* outcome_name(Outcome outcome);
+
+struct JobResult {
+  Outcome outcome = Outcome::completed;
+  hh_stop_cause stop_cause = HH_STOP_CAUSE_NONE;
+  std::string reason;
+  int64_t global_step = 0;
+  int64_t steps_run = 0;  // steps completed by this runtime
+};
+
+struct RunOutput {
+  bool ran = false;   // false when the step did not complete (end of data, failure)
+  TensorMap values;   // the caller's fetches
+};
+
+// Calls and time spent in one callback of one hook.
+struct CallStats {
+  uint64_t calls = 0;
+  uint64_t failures = 0;
+  std::chrono::nanoseconds total{0};
+  std::chrono::nanoseconds max{0};
+};
+
+struct HookReport {
+  std::string instance_name;
+  std::string plugin_id;
+  std::string plugin_file;
+  bool disabled = false;
+  std::string failure;  // the first failure, when there was one
+  std::map<std::string, CallStats> callbacks;  // "begin", "after_create_session", ...
+};
+
+struct RuntimeOptions {
+  std::filesystem::path run_dir = ".";
+  int max_recoveries = 3;  // consecutive recoveries of one step before the job fails
+  std::chrono::milliseconds recovery_backoff{100};  // doubled after each consecutive recovery
+  std::shared_ptr<spdlog::logger> logger;           // default: a logger named "hookhost"
+  // Called after the session is recreated for a recovery and before after_create_session, e.g.
+  // to restore the newest checkpoint.
+  std::function<void(class Runtime&)> on_recover;
+  // Named services offered to plugins through get_service ("hh.<name>/N" -> table).
+  std::map<std::string, const void*> services;
+};
+
+class Runtime {
+ public:
+  Runtime(Session& session, RuntimeOptions options);
+  ~Runtime();  // closes if needed (end is still delivered), then destroys every hook once
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Creates an instance of a loaded plugin. Only before start(). Throws ConfigError when create()
+  // fails (the message names the instance, the plugin file and the plugin's reason).
+  void add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings settings,
+                const ResolvedParams& params);
+  // Adds a hook behind any dispatcher (another isolation tier, a test double). Only before start().
+  void add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings);
+
+  // begin() on every hook in order, creates the session, after_create_session on every hook.
+  // Returns false when the job already failed (see result()).
+  bool start();
+
+  // One step: before_run in order (fetches merged, feeds checked for conflicts), one session run,
+  // after_run in order with each hook's own values. Throws std::logic_error when called after the
+  // job should stop (TensorFlow's "Run called even after should_stop requested").
+  RunOutput run(const std::vector<std::string>& fetches = {}, const TensorMap& feeds = {});
+
+  // True once a stop was requested, the data ended or the job failed.
+  bool should_stop() const;
+
+  // Asks the job to stop after the current step. [thread-safe]
+  void request_stop(hh_stop_cause cause, const std::string& reason);
+
+  // Delivers end() to every hook exactly once and returns how the job ended. Idempotent.
+  JobResult close();
+
+  // start(), run() until should_stop(), close().
+  JobResult run_to_end();
+
+  // The resolved order, after start() or add_hook.
+  std::vector<std::string> hook_order() const;
+  std::vector<HookReport> reports() const;
+  const JobResult& result() const;
+  Session& session();
+
+  // Hook states for checkpoints: instance name -> bytes stored with state_put.
+  std::map<std::string, std::string> hook_states() const;
+  void restore_hook_states(const std::map<std::string, std::string>& states);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hookhost

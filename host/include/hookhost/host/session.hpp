@@ -1,0 +1,55 @@
+// The workload interface: what a training loop implements so the runtime can drive hooks around
+// its steps (TensorFlow's raw session, seen from MonitoredSession).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensor.hpp"
+
+namespace hookhost {
+
+enum class StepStatus {
+  ok,
+  end_of_data,  // the input is exhausted: the job completes normally (OutOfRange)
+  aborted,      // recoverable: the runtime recreates the session and retries the step
+  unavailable,  // recoverable, like aborted
+  error,        // any other error: the job fails
+};
+
+struct StepResult {
+  StepStatus status = StepStatus::ok;
+  std::string message;  // for every status but ok
+  TensorMap values;     // exactly the fetched names when status is ok
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Creates the session, or recreates it after a recoverable error (creation counts from 1).
+  // Throws std::exception on failure, which fails the job.
+  virtual void create(int creation) = 0;
+
+  // The live global step: steps completed so far.
+  virtual int64_t global_step() const = 0;
+
+  // The tensors a hook may fetch and feed (names only; used to reject bad requests up front).
+  virtual std::vector<std::string> fetchable() const = 0;
+  virtual std::vector<std::string> feedable() const = 0;
+
+  // Runs one step. `fetches` are validated names; `feeds` replace named values for this step.
+  virtual StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) = 0;
+
+  // Workload state for checkpoints (opaque bytes); the default has none.
+  virtual std::string save_state() const { return {}; }
+  virtual void restore_state(std::string_view /*bytes*/) {}
+
+  // The step at which the workload ends by itself, when known (lets a progress bar show a total).
+  virtual std::optional<int64_t> last_step() const { return std::nullopt; }
+};
+
+}  // namespace hookhost
