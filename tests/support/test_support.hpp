@@ -1,0 +1,69 @@
+// Shared helpers for hookhost tests: temporary folders and copies of real plugin files.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace hookhost::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system temp dir, removed with its contents at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "hookhost-test-XXXXXX").string();
+    char* made = ::mkdtemp(pattern.data());
+    if (!made) throw std::runtime_error("mkdtemp failed");
+    path_ = made;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+// Path of a fixture plugin built by the test build (tests/fixtures/NAME).
+inline fs::path fixture_plugin(const std::string& name) {
+  return fs::path(HOOKHOST_FIXTURE_DIR) / (name + ".so");
+}
+
+// Path of a built-in plugin (plugins/NAME).
+inline fs::path builtin_plugin(const std::string& name) {
+  return fs::path(HOOKHOST_BUILTIN_DIR) / (name + ".so");
+}
+
+// Copies a plugin file into `dir` (optionally under another file name); returns the copy's path.
+inline fs::path copy_plugin(const fs::path& source, const fs::path& dir,
+                            const std::string& as = {}) {
+  fs::path target = dir / (as.empty() ? source.filename().string() : as);
+  fs::copy_file(source, target, fs::copy_options::overwrite_existing);
+  return target;
+}
+
+inline std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+inline void write_file(const fs::path& file, const std::string& content) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+}  // namespace hookhost::testing
