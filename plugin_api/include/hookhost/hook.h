@@ -3,8 +3,9 @@
  * Lifecycle of one instance, enforced by the host:
  *   create -> begin -> after_create_session (once per session creation; repeats after a recovery)
  *          -> (before_run -> after_run)* -> end (exactly once) -> destroy (exactly once)
- * A step whose session call failed gets no after_run. A hook disabled after a failure gets no
- * further calls except end() with outcome HH_OUTCOME_FAILED, then destroy().
+ * A step whose session call failed gets no after_run. A hook disabled after a failure (in any call,
+ * begin included) gets no further calls except end() with outcome HH_OUTCOME_FAILED, then
+ * destroy(). Every instance whose begin() was called gets exactly one end().
  *
  * Threading: the host serialises all calls on one instance ([hook-thread]), but the OS thread may
  * change between calls, so a plugin must not keep state in thread-locals between calls.
@@ -113,11 +114,11 @@ typedef struct hh_hook {
   hh_status (*after_run)(struct hh_hook *hook, const hh_run_context *context,
                          const hh_run_values *values, hh_error *err);
 
-  /* Exactly once, last: how the job (or this hook) ended. [hook-thread & begun] */
+  /* Exactly once, last: how the job (or this hook) ended. [hook-thread & after begin] */
   hh_status (*end)(struct hh_hook *hook, const hh_end_info *info, hh_error *err);
 
   /* Frees the instance. Must join any thread the plugin started; must not call the host.
-   * [hook-thread & after end, or after a failed begin] */
+   * [hook-thread & after end, or when begin was never called] */
   void (*destroy)(struct hh_hook *hook);
 } hh_hook;
 

@@ -8,6 +8,7 @@
 #ifndef HOOKHOST_HOST_H
 #define HOOKHOST_HOST_H
 
+#include "status.h"
 #include "value.h"
 
 HH_EXTERN_C_BEGIN

@@ -131,8 +131,9 @@ class Runtime {
   std::map<std::string, std::string> hook_states() const;
   void restore_hook_states(const std::map<std::string, std::string>& states);
 
+  struct Impl;  // implementation detail, declared here so its helpers can name it
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
