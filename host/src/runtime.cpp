@@ -1,5 +1,9 @@
 #include "hookhost/host/runtime.hpp"
 
+#include <hookhost/ext/checkpoint.h>
+#include <hookhost/ext/steps.h>
+#include <hookhost/ext/summary.h>
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +14,9 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+
+#include "hookhost/host/checkpoint.hpp"
+#include "hookhost/host/event_writer.hpp"
 
 namespace hookhost {
 
@@ -301,7 +308,8 @@ struct Runtime::Impl {
       builder.owner = this;
       builder.slot = &slot;
       CallResult r = timed(slot, "before_run", [&] { return slot.dispatch->before_run(ctx, builder.c); });
-      if (r.ok() && !slot.request_error.empty()) r = CallResult{HH_ERROR, slot.request_error};
+      // The host's own reason for a rejected fetch or feed is more precise than the plugin's.
+      if (!slot.request_error.empty()) r = CallResult{HH_ERROR, slot.request_error};
       if (!r.ok()) {
         // A hook that failed in before_run contributes nothing to this step.
         slot.fetches.clear();
@@ -504,9 +512,99 @@ struct Runtime::Impl {
   static const void* svc_get_service(const hh_host* h, const char* id) {
     if (!id) return nullptr;
     auto& services = HostServices::self(h).owner->options.services;
-    auto it = services.find(id);
-    return it == services.end() ? nullptr : it->second;
+    if (auto it = services.find(id); it != services.end()) return it->second;
+    if (std::strcmp(id, HH_SERVICE_STEPS) == 0) return &kStepsService;
+    if (std::strcmp(id, HH_SERVICE_CHECKPOINT) == 0) return &kCheckpointService;
+    if (std::strcmp(id, HH_SERVICE_SUMMARY) == 0) return &kSummaryService;
+    return nullptr;
   }
+
+  // ---- built-in services: hh.steps/1, hh.checkpoint/1, hh.summary/1 ------------------------
+
+  std::atomic<int64_t> published_last_step{-1};
+
+  static void svc_publish_last_step(const hh_host* h, int64_t step) {
+    auto& published = HostServices::self(h).owner->published_last_step;
+    int64_t current = published.load();
+    while ((current < 0 || step < current) && !published.compare_exchange_weak(current, step)) {
+    }
+  }
+  static int64_t svc_last_step(const hh_host* h) {
+    Impl& m = *HostServices::self(h).owner;
+    int64_t published = m.published_last_step.load();
+    std::optional<int64_t> own = m.session.last_step();
+    if (own && (published < 0 || *own < published)) return *own;
+    return published;
+  }
+
+  std::map<std::string, std::string> collect_hook_states() const {
+    std::map<std::string, std::string> out;
+    for (const auto& sp : slots) {
+      std::lock_guard lock(sp->services->state_mutex);
+      if (sp->services->has_state) out.emplace(sp->settings.instance_name, sp->services->state);
+    }
+    return out;
+  }
+
+  static hh_status svc_checkpoint_save(const hh_host* h, const char* dir, const char* basename,
+                                       uint32_t max_to_keep, char* out_path, size_t capacity,
+                                       hh_error* err) {
+    Impl& m = *HostServices::self(h).owner;
+    try {
+      Checkpoint checkpoint;
+      checkpoint.global_step = m.live_step.load();
+      checkpoint.workload_state = m.session.save_state();
+      checkpoint.hook_states = m.collect_hook_states();
+      std::filesystem::path folder = (dir && *dir) ? std::filesystem::path(dir)
+                                                   : m.options.run_dir / "checkpoints";
+      std::filesystem::path written = write_checkpoint(
+          folder, basename && *basename ? basename : "model.ckpt", checkpoint, max_to_keep);
+      if (out_path && capacity > 0) {
+        std::string text = written.string();
+        size_t n = std::min(text.size(), capacity - 1);
+        std::memcpy(out_path, text.data(), n);
+        out_path[n] = '\0';
+      }
+      return HH_OK;
+    } catch (const std::exception& e) {
+      return hh_fail(err, HH_ERROR, e.what());
+    }
+  }
+
+  static std::filesystem::path summary_dir(const hh_host* h, const char* dir) {
+    return (dir && *dir) ? std::filesystem::path(dir) : HostServices::self(h).owner->options.run_dir;
+  }
+  static hh_status svc_add_scalar(const hh_host* h, const char* dir, const char* tag,
+                                  double value, int64_t step, hh_error* err) {
+    try {
+      event_writer_for(summary_dir(h, dir)).add_scalar(step, tag ? tag : "", static_cast<float>(value));
+      return HH_OK;
+    } catch (const std::exception& e) {
+      return hh_fail(err, HH_ERROR, e.what());
+    }
+  }
+  static hh_status svc_add_session_log(const hh_host* h, const char* dir, int32_t status,
+                                       const char* checkpoint_path, int64_t step, hh_error* err) {
+    try {
+      event_writer_for(summary_dir(h, dir))
+          .add_session_log(step, status, checkpoint_path ? checkpoint_path : "");
+      return HH_OK;
+    } catch (const std::exception& e) {
+      return hh_fail(err, HH_ERROR, e.what());
+    }
+  }
+  static hh_status svc_summary_flush(const hh_host* h, const char* dir, hh_error* err) {
+    try {
+      event_writer_for(summary_dir(h, dir)).flush();
+      return HH_OK;
+    } catch (const std::exception& e) {
+      return hh_fail(err, HH_ERROR, e.what());
+    }
+  }
+
+  static const hh_steps_service kStepsService;
+  static const hh_checkpoint_service kCheckpointService;
+  static const hh_summary_service kSummaryService;
 
   std::unique_ptr<HostServices> make_services(const std::string& instance) {
     auto s = std::make_unique<HostServices>();
@@ -540,6 +638,14 @@ struct Runtime::Impl {
     slots.push_back(std::move(slot));
   }
 };
+
+const hh_steps_service Runtime::Impl::kStepsService = {
+    HH_STEPS_SERVICE_SIZE, &Runtime::Impl::svc_publish_last_step, &Runtime::Impl::svc_last_step};
+const hh_checkpoint_service Runtime::Impl::kCheckpointService = {
+    HH_CHECKPOINT_SERVICE_SIZE, &Runtime::Impl::svc_checkpoint_save};
+const hh_summary_service Runtime::Impl::kSummaryService = {
+    HH_SUMMARY_SERVICE_SIZE, &Runtime::Impl::svc_add_scalar, &Runtime::Impl::svc_add_session_log,
+    &Runtime::Impl::svc_summary_flush};
 
 Runtime::Runtime(Session& session, RuntimeOptions options)
     : impl_(std::make_unique<Impl>(session, std::move(options))) {
@@ -714,6 +820,11 @@ JobResult Runtime::close() {
   if (m.closed) return m.result;
   m.deliver_end();
   m.closed = true;
+  try {
+    flush_event_writers();  // whatever hooks wrote reaches the disk even if they never flushed
+  } catch (const std::exception& e) {
+    m.log->error("{}", e.what());
+  }
   m.log->info("job {}: {} (global step {}, {} steps run)", outcome_name(m.result.outcome),
               m.result.reason, m.result.global_step, m.result.steps_run);
   return m.result;
@@ -751,12 +862,7 @@ const JobResult& Runtime::result() const { return impl_->result; }
 Session& Runtime::session() { return impl_->session; }
 
 std::map<std::string, std::string> Runtime::hook_states() const {
-  std::map<std::string, std::string> out;
-  for (const auto& sp : impl_->slots) {
-    std::lock_guard lock(sp->services->state_mutex);
-    if (sp->services->has_state) out.emplace(sp->settings.instance_name, sp->services->state);
-  }
-  return out;
+  return impl_->collect_hook_states();
 }
 
 void Runtime::restore_hook_states(const std::map<std::string, std::string>& states) {

@@ -8,5 +8,8 @@
 #include "host.h"
 #include "hook.h"
 #include "entry.h"
+#include "ext/checkpoint.h"
+#include "ext/steps.h"
+#include "ext/summary.h"
 
 #endif /* HOOKHOST_HOOKHOST_H */

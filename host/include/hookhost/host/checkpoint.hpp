@@ -1,0 +1,44 @@
+// Checkpoint files: the workload's state and every hook's state, written atomically with a
+// checksum, plus an index of the kept checkpoints. Format: docs/checkpoint-format.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hookhost {
+
+struct Checkpoint {
+  int64_t global_step = 0;
+  std::string workload_state;
+  std::map<std::string, std::string> hook_states;  // instance name -> bytes
+};
+
+// Writes <dir>/<basename>-<step> atomically (temporary file in `dir`, fsync, rename, fsync of
+// `dir`), then rewrites the index <dir>/checkpoint atomically and deletes checkpoints beyond the
+// newest `max_to_keep` (0 keeps all). Returns the checkpoint's path. Throws std::runtime_error
+// naming the file on any I/O error.
+std::filesystem::path write_checkpoint(const std::filesystem::path& dir, const std::string& basename,
+                                       const Checkpoint& checkpoint, uint32_t max_to_keep);
+
+// Reads and verifies one checkpoint file. Throws std::runtime_error saying what is wrong.
+Checkpoint read_checkpoint(const std::filesystem::path& file);
+
+// The checkpoints of `dir` (from the index, plus any <basename>-<step> files it misses), newest
+// first.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+
+struct RestoredCheckpoint {
+  std::filesystem::path file;  // empty when every checkpoint found was corrupt
+  Checkpoint checkpoint;
+  std::vector<std::string> skipped;  // "file: reason" for every newer one that was corrupt
+};
+
+// The newest valid checkpoint in `dir`, skipping corrupt ones (listed in `skipped`); nullopt when
+// the folder holds no checkpoint file at all.
+std::optional<RestoredCheckpoint> restore_latest_checkpoint(const std::filesystem::path& dir);
+
+}  // namespace hookhost

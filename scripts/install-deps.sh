@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages hookhost needs, only those that are missing.
+# Runs as root, or through sudo when it is available.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkgconf binutils
+  libboost-dev libboost-program-options-dev
+  libspdlog-dev libfmt-dev libelf-dev
+  libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "hookhost: all build dependencies are installed"
+  exit 0
+fi
+
+echo "hookhost: installing ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "hookhost: missing packages (${missing[*]}) and not root; install them or run as root" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

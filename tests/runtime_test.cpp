@@ -1,0 +1,446 @@
+// The lifecycle runtime driven with real plugin files (a C++ SDK fixture and a pure C fixture)
+// loaded from a temporary folder, around a scripted workload.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <hookhost/host/discovery.hpp>
+#include <hookhost/host/loader.hpp>
+#include <hookhost/host/runtime.hpp>
+
+#include "scripted_session.hpp"
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::path plugins = dir_ / "plugins";
+    fs::create_directory(plugins);
+    copy_plugin(fixture_plugin("scripted"), plugins);
+    copy_plugin(fixture_plugin("c_recorder"), plugins);
+    DiscoveryResult found = discover_plugins({plugins});
+    ASSERT_NE(found.find("scripted"), nullptr);
+    ASSERT_NE(found.find("c_recorder"), nullptr);
+    scripted_ = load_plugin(*found.find("scripted"));
+    c_recorder_ = load_plugin(*found.find("c_recorder"));
+    session_.end_at = 3;
+    make_runtime();
+  }
+
+  void make_runtime(int max_recoveries = 3) {
+    rt_.reset();
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
+    RuntimeOptions options;
+    options.run_dir = dir_.path();
+    options.recovery_backoff = std::chrono::milliseconds(1);
+    options.max_recoveries = max_recoveries;
+    options.logger = std::make_shared<spdlog::logger>("hookhost", sink);
+    options.on_recover = [this](Runtime&) { ++recoveries_; };
+    rt_ = std::make_unique<Runtime>(session_, options);
+  }
+
+  void add(const std::string& name, std::multimap<std::string, std::string> params = {},
+           int order = 0, FailurePolicy policy = FailurePolicy::disable,
+           std::shared_ptr<const LoadedPlugin> plugin = nullptr) {
+    if (!plugin) plugin = scripted_;
+    params.emplace("trace", trace_.string());
+    rt_->add_hook(plugin, HookSettings{name, order, policy},
+                  resolve_params(plugin->metadata(), name, params));
+  }
+
+  // Trace lines, optionally only those of one instance (without the instance prefix).
+  std::vector<std::string> trace(const std::string& instance = {}) const {
+    std::vector<std::string> out;
+    for (const auto& line : split_lines(read_file(trace_))) {
+      if (instance.empty()) {
+        out.push_back(line);
+      } else if (line.rfind(instance + " ", 0) == 0) {
+        out.push_back(line.substr(instance.size() + 1));
+      }
+    }
+    return out;
+  }
+
+  long count_calls(const std::string& instance, const std::string& callback) const {
+    std::vector<std::string> all = calls(instance);
+    return std::count(all.begin(), all.end(), callback);
+  }
+
+  // Only the callback names of an instance's trace.
+  std::vector<std::string> calls(const std::string& instance) const {
+    std::vector<std::string> out;
+    for (const auto& line : trace(instance)) out.push_back(line.substr(0, line.find(' ')));
+    return out;
+  }
+
+  TempDir dir_;
+  fs::path trace_ = dir_ / "trace.txt";
+  std::ostringstream log_;
+  ScriptedSession session_;
+  std::shared_ptr<const LoadedPlugin> scripted_;
+  std::shared_ptr<const LoadedPlugin> c_recorder_;
+  int recoveries_ = 0;
+  std::unique_ptr<Runtime> rt_;
+};
+
+// ---- lifecycle order ------------------------------------------------------------------------
+
+TEST_F(RuntimeTest, CallsEveryHookInLifecycleOrder) {
+  add("a");
+  add("b");
+  JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::completed);
+  EXPECT_EQ(result.steps_run, 3);
+  std::vector<std::string> order;
+  for (const auto& line : trace()) order.push_back(line.substr(0, line.find(' ', 2)));
+  EXPECT_THAT(order, ElementsAre("a begin", "b begin", "a after_create_session",
+                                 "b after_create_session", "a before_run", "b before_run",
+                                 "a after_run", "b after_run", "a before_run", "b before_run",
+                                 "a after_run", "b after_run", "a before_run", "b before_run",
+                                 "a after_run", "b after_run",
+                                 // the fourth step hits end of data: no after_run for it
+                                 "a before_run", "b before_run", "a end", "b end"));
+  EXPECT_THAT(trace("a").back(), AllOf(HasSubstr("outcome=completed"), HasSubstr("end of data")));
+}
+
+TEST_F(RuntimeTest, PureCPluginIsDrivenLikeAnyOther) {
+  add("c", {{"fetch", "loss"}}, 0, FailurePolicy::disable, c_recorder_);
+  EXPECT_EQ(rt_->run_to_end().outcome, Outcome::completed);
+  EXPECT_THAT(calls("c"), ElementsAre("begin", "after_create_session", "before_run", "after_run",
+                                      "before_run", "after_run", "before_run", "after_run",
+                                      "before_run", "end"));
+  EXPECT_THAT(trace("c")[3], HasSubstr("values=loss:10"));
+  EXPECT_THAT(trace("c")[7], HasSubstr("values=loss:3.33333"));
+}
+
+TEST_F(RuntimeTest, ExplicitOrderWinsAndTiesKeepConfigurationOrder) {
+  add("late", {}, 5);
+  add("first", {}, -1);
+  add("late_too", {}, 5);
+  add("middle", {}, 0);
+  ASSERT_TRUE(rt_->start());
+  EXPECT_THAT(rt_->hook_order(), ElementsAre("first", "middle", "late", "late_too"));
+  EXPECT_THAT(log_.str(), HasSubstr("hook order: first (order -1), middle (order 0), late (order 5)"));
+  std::vector<std::string> begins;
+  for (const auto& line : trace())
+    if (line.find(" begin ") != std::string::npos) begins.push_back(line.substr(0, line.find(' ')));
+  EXPECT_THAT(begins, ElementsAre("first", "middle", "late", "late_too"));
+}
+
+TEST_F(RuntimeTest, RunBeforeStartAndAfterStopIsAnError) {
+  add("a", {{"stop_at_iteration", "0"}});
+  EXPECT_THROW(rt_->run(), std::logic_error);
+  ASSERT_TRUE(rt_->start());
+  EXPECT_TRUE(rt_->run().ran);
+  EXPECT_TRUE(rt_->should_stop());
+  EXPECT_THROW(rt_->run(), std::logic_error);
+}
+
+TEST_F(RuntimeTest, EndIsDeliveredExactlyOnceEvenIfCloseIsCalledTwice) {
+  add("a");
+  ASSERT_TRUE(rt_->start());
+  rt_->run();
+  rt_->close();
+  rt_->close();
+  rt_.reset();
+  EXPECT_EQ(count_calls("a", "end"), 1);
+  EXPECT_THAT(trace("a").back(), AllOf(HasSubstr("outcome=stopped"), HasSubstr("closed by the host")));
+}
+
+// ---- fetches, feeds, values ---------------------------------------------------------------
+
+TEST_F(RuntimeTest, EachHookReceivesExactlyWhatItFetched) {
+  add("losses", {{"fetch", "loss"}});
+  add("steps", {{"fetch", "global_step,learning_rate"}});
+  add("nothing");
+  rt_->run_to_end();
+  EXPECT_THAT(trace("losses")[3], HasSubstr("values=loss:10"));
+  EXPECT_THAT(trace("steps")[3], HasSubstr("values=global_step:1,learning_rate:0.1"));
+  EXPECT_THAT(trace("nothing")[3], HasSubstr("values="));
+  EXPECT_THAT(trace("nothing")[3], ::testing::EndsWith("values="));
+  // Fetches are merged into one session call, each name once.
+  EXPECT_THAT(session_.fetches_seen[0], ElementsAre("loss", "global_step", "learning_rate"));
+}
+
+TEST_F(RuntimeTest, ContextCarriesTheStaleStepAndTheHostTheLiveOne) {
+  add("a");
+  rt_->run_to_end();
+  EXPECT_THAT(trace("a")[2], HasSubstr("before_run gs=0 live=0 it=0"));
+  EXPECT_THAT(trace("a")[3], HasSubstr("after_run gs=0 live=1 it=0"));
+  EXPECT_THAT(trace("a")[5], HasSubstr("after_run gs=1 live=2 it=1"));
+}
+
+TEST_F(RuntimeTest, HookFeedReachesTheSession) {
+  add("lr", {{"feed", "learning_rate=0.5"}});
+  add("reader", {{"fetch", "learning_rate"}});
+  rt_->run_to_end();
+  ASSERT_FALSE(session_.feeds_seen.empty());
+  EXPECT_DOUBLE_EQ(session_.feeds_seen[0].at("learning_rate").as_double(), 0.5);
+  EXPECT_THAT(trace("reader")[3], HasSubstr("values=learning_rate:0.5"));
+}
+
+TEST_F(RuntimeTest, FeedConflictBetweenHooksNamesBothAndDisablesTheSecond) {
+  add("one", {{"feed", "learning_rate=0.5"}});
+  add("two", {{"feed", "learning_rate=0.7"}});
+  JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::completed);
+  EXPECT_THAT(log_.str(), AllOf(HasSubstr("feed conflict: hook 'two' and hook 'one' both feed "
+                                          "'learning_rate'")));
+  EXPECT_DOUBLE_EQ(session_.feeds_seen[0].at("learning_rate").as_double(), 0.5);
+  EXPECT_THAT(calls("two"), ElementsAre("begin", "after_create_session", "before_run", "end"));
+  EXPECT_THAT(trace("two").back(), AllOf(HasSubstr("outcome=failed"), HasSubstr("feed conflict")));
+  EXPECT_EQ(count_calls("one", "after_run"), 3);
+}
+
+TEST_F(RuntimeTest, FeedConflictWithTheCallerNamesTheCaller) {
+  add("lr", {{"feed", "learning_rate=0.5"}});
+  ASSERT_TRUE(rt_->start());
+  TensorMap feeds;
+  feeds.emplace("learning_rate", Tensor::scalar_f32(0.25f));
+  rt_->run({"loss"}, feeds);
+  EXPECT_THAT(log_.str(),
+              HasSubstr("feed conflict: hook 'lr' and the caller both feed 'learning_rate'"));
+  EXPECT_DOUBLE_EQ(session_.feeds_seen[0].at("learning_rate").as_double(), 0.25);
+}
+
+TEST_F(RuntimeTest, UnknownFetchFailsOnlyThatHookAndListsWhatExists) {
+  add("typo", {{"fetch", "los"}});
+  add("fine", {{"fetch", "loss"}});
+  EXPECT_EQ(rt_->run_to_end().outcome, Outcome::completed);
+  EXPECT_THAT(log_.str(), AllOf(HasSubstr("hook 'typo'"), HasSubstr("fetch 'los'"),
+                                HasSubstr("it provides: global_step, learning_rate, loss")));
+  EXPECT_EQ(count_calls("fine", "after_run"), 3);
+}
+
+TEST_F(RuntimeTest, CallerGetsOnlyItsOwnFetches) {
+  add("a", {{"fetch", "global_step"}});
+  ASSERT_TRUE(rt_->start());
+  RunOutput out = rt_->run({"loss"});
+  ASSERT_TRUE(out.ran);
+  EXPECT_EQ(out.values.size(), 1u);
+  EXPECT_FLOAT_EQ(static_cast<float>(out.values.at("loss").as_double()), 10.0f);
+  EXPECT_THROW(rt_->run({"nope"}), std::invalid_argument);
+}
+
+// ---- stopping ---------------------------------------------------------------------------------
+
+TEST_F(RuntimeTest, StopRequestedInAfterRunTakesEffectAfterTheStep) {
+  add("stopper", {{"stop_at_iteration", "1"}});
+  add("other");
+  JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::stopped);
+  EXPECT_EQ(result.stop_cause, HH_STOP_CAUSE_HOOK);
+  EXPECT_EQ(result.steps_run, 2);
+  EXPECT_THAT(result.reason, HasSubstr("hook 'stopper': asked in after_run"));
+  // The hook after the stopper still got after_run for the stopping step, and saw the request.
+  EXPECT_THAT(trace("other")[5], HasSubstr("after_run gs=1 live=2 it=1 stop=1"));
+  EXPECT_THAT(trace("other").back(), AllOf(HasSubstr("outcome=stopped"), HasSubstr("cause=1")));
+}
+
+TEST_F(RuntimeTest, StopRequestedInBeforeRunStillRunsTheStep) {
+  add("stopper", {{"stop_in_before_at", "0"}});
+  add("other");
+  JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::stopped);
+  EXPECT_EQ(result.steps_run, 1);
+  EXPECT_THAT(calls("other"), ElementsAre("begin", "after_create_session", "before_run",
+                                          "after_run", "end"));
+}
+
+TEST_F(RuntimeTest, HostRequestStopCarriesCauseToEveryHook) {
+  add("a");
+  ASSERT_TRUE(rt_->start());
+  rt_->run();
+  rt_->request_stop(HH_STOP_CAUSE_SIGNAL, "SIGTERM received");
+  EXPECT_TRUE(rt_->should_stop());
+  JobResult result = rt_->close();
+  EXPECT_EQ(result.stop_cause, HH_STOP_CAUSE_SIGNAL);
+  EXPECT_THAT(trace("a").back(), AllOf(HasSubstr("cause=3"), HasSubstr("SIGTERM received")));
+}
+
+// ---- workload errors and recovery ------------------------------------------------------------
+
+TEST_F(RuntimeTest, RecoverableErrorRecreatesSessionAndRetriesTheStep) {
+  session_.faults[1] = {StepStatus::aborted};
+  add("a");
+  JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::completed);
+  EXPECT_EQ(result.steps_run, 3);
+  EXPECT_THAT(session_.creations, ElementsAre(1, 2));
+  EXPECT_EQ(recoveries_, 1);
+  EXPECT_THAT(calls("a"),
+              ElementsAre("begin", "after_create_session", "before_run", "after_run",
+                          "before_run",  // the aborted attempt: no after_run
+                          "after_create_session", "before_run", "after_run", "before_run",
+                          "after_run", "before_run", "end"));
+  EXPECT_THAT(trace("a")[5], HasSubstr("creation=2"));
+}
+
+TEST_F(RuntimeTest, RecoveryIsBoundedAndThenTheJobFails) {
+  session_.faults[0] = {StepStatus::unavailable, StepStatus::unavailable, StepStatus::unavailable};
+  make_runtime(/*max_recoveries=*/2);
+  add("a");
+  JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::failed);
+  EXPECT_THAT(result.reason, AllOf(HasSubstr("3 times in a row"), HasSubstr("max_recoveries=2")));
+  EXPECT_THAT(session_.creations, ElementsAre(1, 2, 3));
+  EXPECT_THAT(trace("a").back(), HasSubstr("outcome=failed"));
+}
+
+TEST_F(RuntimeTest, WorkloadErrorFailsTheJobWithoutAfterRunButWithEnd) {
+  session_.faults[2] = {StepStatus::error};
+  add("a");
+  JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::failed);
+  EXPECT_THAT(result.reason, HasSubstr("injected fault at step 2"));
+  EXPECT_EQ(count_calls("a", "after_run"), 2);
+  EXPECT_THAT(trace("a").back(), AllOf(HasSubstr("outcome=failed"), HasSubstr("injected fault")));
+}
+
+// ---- failure containment ----------------------------------------------------------------------
+
+class FailurePolicyTest : public RuntimeTest,
+                          public ::testing::WithParamInterface<std::tuple<const char*, bool>> {};
+
+// Every callback, a throwing C++ hook and an error-returning C hook, under each policy.
+TEST_P(FailurePolicyTest, PolicyDecidesWhatHappensAndOthersKeepTheirCalls) {
+  const auto [callback, throws] = GetParam();
+  const bool in_end = std::string(callback) == "end";
+  for (FailurePolicy policy : {FailurePolicy::disable, FailurePolicy::stop, FailurePolicy::fail}) {
+    SCOPED_TRACE(std::string(callback) + (throws ? " throws" : " returns an error") +
+                 ", on_error=" + policy_name(policy));
+    fs::remove(trace_);
+    session_ = ScriptedSession();
+    session_.end_at = 3;
+    make_runtime();
+    add("bad", {{"fail_in", callback}}, 0, policy, throws ? scripted_ : c_recorder_);
+    add("good");
+    JobResult result = rt_->run_to_end();
+    Outcome expected = in_end                             ? Outcome::completed
+                       : policy == FailurePolicy::disable ? Outcome::completed
+                       : policy == FailurePolicy::stop    ? Outcome::stopped
+                                                          : Outcome::failed;
+    EXPECT_EQ(result.outcome, expected) << result.reason;
+
+    // The failing hook got nothing after its failure but one end(failed).
+    std::vector<std::string> bad = calls("bad");
+    auto failed_at = std::find(bad.begin(), bad.end(), callback);
+    ASSERT_NE(failed_at, bad.end());
+    if (!in_end) {
+      EXPECT_THAT(std::vector<std::string>(failed_at + 1, bad.end()), ElementsAre("end"));
+      EXPECT_THAT(trace("bad").back(), AllOf(HasSubstr("outcome=failed"),
+                                             HasSubstr(std::string(callback) + " failed")));
+    }
+    EXPECT_EQ(std::count(bad.begin(), bad.end(), "end"), 1);
+
+    // The other hook got every call the job made. (A job that fails in begin never begins the
+    // hooks after the failing one; they are only destroyed.)
+    std::vector<std::string> good = calls("good");
+    if (std::string(callback) == "begin" && policy == FailurePolicy::fail) {
+      EXPECT_TRUE(good.empty());
+      continue;
+    }
+    EXPECT_EQ(good.front(), "begin");
+    EXPECT_EQ(good.back(), "end");
+    EXPECT_EQ(std::count(good.begin(), good.end(), "end"), 1);
+    if (expected == Outcome::completed) {
+      EXPECT_EQ(std::count(good.begin(), good.end(), "after_run"), 3);
+    }
+    EXPECT_THAT(log_.str(), AllOf(HasSubstr("hook 'bad'"), HasSubstr("failed in " +
+                                                                     std::string(callback))));
+    EXPECT_THAT(log_.str(), HasSubstr(throws ? "scripted.so" : "c_recorder.so"));
+    EXPECT_THAT(log_.str(), HasSubstr(throws ? "scripted failure in" : "c_recorder failing in"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCallbacks, FailurePolicyTest,
+                         ::testing::Combine(::testing::Values("begin", "after_create_session",
+                                                              "before_run", "after_run", "end"),
+                                            ::testing::Bool()));
+
+TEST_F(RuntimeTest, HookDisabledInBeforeRunContributesNothingToTheStep) {
+  add("feeder", {{"feed", "learning_rate=0.9"}, {"fail_in", "before_run"}});
+  rt_->run_to_end();
+  for (const auto& feeds : session_.feeds_seen) EXPECT_EQ(feeds.count("learning_rate"), 0u);
+}
+
+TEST_F(RuntimeTest, FatalStatusAndNonStandardExceptionsDisableTheHook) {
+  add("fatal", {{"fail_in", "after_run"}, {"fail_mode", "fatal"}});
+  add("weird", {{"fail_in", "after_run"}, {"fail_mode", "int"}});
+  add("c_fatal", {{"fail_in", "before_run"}, {"fatal", "true"}}, 0, FailurePolicy::disable,
+      c_recorder_);
+  EXPECT_EQ(rt_->run_to_end().outcome, Outcome::completed);
+  auto reports = rt_->reports();
+  ASSERT_EQ(reports.size(), 3u);
+  for (const auto& r : reports) EXPECT_TRUE(r.disabled) << r.instance_name;
+  EXPECT_THAT(reports[1].failure, HasSubstr("unknown exception"));
+}
+
+TEST_F(RuntimeTest, CreateFailureIsAConfigErrorNamingInstanceAndPlugin) {
+  try {
+    add("broken", {{"create_fail", "true"}});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("hook 'broken'"), HasSubstr("plugin 'scripted'"),
+                                HasSubstr("scripted.so"), HasSubstr("create_fail=true")));
+  }
+}
+
+TEST_F(RuntimeTest, DuplicateInstanceNamesAreRejected) {
+  add("same");
+  EXPECT_THROW(add("same"), ConfigError);
+}
+
+// ---- accounting and state ---------------------------------------------------------------------
+
+TEST_F(RuntimeTest, AccountingCountsEveryCall) {
+  add("a");
+  rt_->run_to_end();
+  auto reports = rt_->reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const auto& cb = reports[0].callbacks;
+  EXPECT_EQ(cb.at("begin").calls, 1u);
+  EXPECT_EQ(cb.at("after_create_session").calls, 1u);
+  EXPECT_EQ(cb.at("before_run").calls, 4u);
+  EXPECT_EQ(cb.at("after_run").calls, 3u);
+  EXPECT_EQ(cb.at("end").calls, 1u);
+  EXPECT_GE(cb.at("after_run").total.count(), cb.at("after_run").max.count());
+  EXPECT_THAT(reports[0].plugin_file, HasSubstr("scripted.so"));
+}
+
+TEST_F(RuntimeTest, HookStateIsStoredAndRestoredByInstanceName) {
+  add("a");
+  rt_->run_to_end();
+  auto states = rt_->hook_states();
+  ASSERT_EQ(states.count("a"), 1u);
+  EXPECT_EQ(states.at("a"), "after_runs=3");
+
+  fs::remove(trace_);
+  session_ = ScriptedSession();
+  session_.end_at = 1;
+  make_runtime();
+  add("a");
+  rt_->restore_hook_states({{"a", "after_runs=3"}, {"gone", "x"}});
+  rt_->run_to_end();
+  EXPECT_THAT(trace("a")[0], HasSubstr("begin state=after_runs=3"));
+  EXPECT_THAT(log_.str(), HasSubstr("state for hook 'gone', which is not configured"));
+}
+
+}  // namespace
+}  // namespace hookhost::testing

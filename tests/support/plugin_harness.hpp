@@ -1,0 +1,98 @@
+// Drives real plugin files through the real runtime around a scripted workload: the harness every
+// built-in plugin's tests use. Plugins are copied into a temporary folder, discovered, loaded.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <hookhost/host/discovery.hpp>
+#include <hookhost/host/loader.hpp>
+#include <hookhost/host/runtime.hpp>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "scripted_session.hpp"
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+
+class PluginHarness {
+ public:
+  // `builtins` are plugins/<name> targets, `fixtures` tests/fixtures/<name> targets.
+  explicit PluginHarness(const std::vector<std::string>& builtins,
+                         const std::vector<std::string>& fixtures = {}) {
+    fs::create_directories(plugin_dir());
+    fs::create_directories(run_dir());
+    for (const auto& name : builtins) copy_plugin(builtin_plugin(name), plugin_dir());
+    for (const auto& name : fixtures) copy_plugin(fixture_plugin(name), plugin_dir());
+    found_ = discover_plugins({plugin_dir()});
+    for (const auto& r : found_.rejected)
+      ADD_FAILURE() << "rejected " << r.file << ": " << r.reason;
+    session.end_at = 10;
+  }
+
+  ScriptedSession session;
+  RuntimeOptions options;  // adjust before the first add()
+
+  fs::path plugin_dir() const { return dir_ / "plugins"; }
+  fs::path run_dir() const { return dir_ / "run"; }
+  const fs::path& root() const { return dir_.path(); }
+
+  std::shared_ptr<const LoadedPlugin> plugin(const std::string& id) {
+    const DiscoveredPlugin* p = found_.find(id);
+    if (!p) throw std::runtime_error("plugin '" + id + "' was not discovered");
+    return load_plugin(*p);
+  }
+
+  Runtime& runtime() {
+    if (!runtime_) {
+      auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
+      sink->set_pattern("[%n] [%l] %v");
+      if (!options.logger) options.logger = std::make_shared<spdlog::logger>("hookhost", sink);
+      options.logger->set_level(spdlog::level::debug);
+      if (options.run_dir == ".") options.run_dir = run_dir();
+      options.recovery_backoff = std::chrono::milliseconds(1);
+      runtime_ = std::make_unique<Runtime>(session, options);
+    }
+    return *runtime_;
+  }
+
+  // Adds an instance; throws ConfigError for a bad configuration (like the program would).
+  void add(const std::string& instance, const std::string& plugin_id,
+           const std::multimap<std::string, std::string>& params = {}, int order = 0,
+           FailurePolicy policy = FailurePolicy::disable) {
+    auto p = plugin(plugin_id);
+    runtime().add_hook(p, HookSettings{instance, order, policy},
+                       resolve_params(p->metadata(), instance, params));
+  }
+
+  // The ConfigError text for a configuration, or "" when it is accepted.
+  std::string config_error(const std::string& instance, const std::string& plugin_id,
+                           const std::multimap<std::string, std::string>& params) {
+    try {
+      add(instance, plugin_id, params);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  JobResult run() { return runtime().run_to_end(); }
+
+  // Ends the runtime (end and destroy delivered) so files are closed.
+  void finish() { runtime_.reset(); }
+
+  std::string log() const { return log_.str(); }
+
+ private:
+  TempDir dir_;
+  DiscoveryResult found_;
+  std::ostringstream log_;
+  std::unique_ptr<Runtime> runtime_;
+};
+
+}  // namespace hookhost::testing
