@@ -149,6 +149,26 @@ class Host {
   void save_state(std::string_view bytes) const {
     if (h_->state_put(h_, bytes.data(), bytes.size()) != HH_OK) throw Error("state_put failed");
   }
+  // State as key=value lines (keys without '=' or newlines; values without newlines).
+  void save_state_map(const std::map<std::string, std::string>& values) const {
+    std::string text;
+    for (const auto& [k, v] : values) text += k + "=" + v + "\n";
+    save_state(text);
+  }
+  std::map<std::string, std::string> load_state_map() const {
+    std::map<std::string, std::string> out;
+    const std::string text = load_state();
+    std::size_t start = 0;
+    while (start < text.size()) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(start, end - start);
+      const std::size_t eq = line.find('=');
+      if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+      start = end + 1;
+    }
+    return out;
+  }
   // The stored state (restored from a checkpoint, or saved last); empty when none.
   std::string load_state() const {
     const void* data = nullptr;
@@ -187,6 +207,12 @@ class Params {
   bool has(const std::string& name) const {
     auto it = values_.find(name);
     return it != values_.end() && it->second.is_set;
+  }
+  // Throws Error naming both keys unless exactly one of them is set.
+  void require_exactly_one(const std::string& a, const std::string& b) const {
+    if (has(a) && has(b))
+      throw Error("give only one of '" + a + "' and '" + b + "', not both");
+    if (!has(a) && !has(b)) throw Error("give one of '" + a + "' or '" + b + "'");
   }
   bool get_bool(const std::string& name) const { return at(name, HH_PARAM_TYPE_BOOL).b; }
   int64_t get_int(const std::string& name) const { return at(name, HH_PARAM_TYPE_INT).i; }
