@@ -1,1 +1,228 @@
-// placeholder
+#include "hookhost/host/loader.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/dll/shared_library.hpp>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "hookhost/host/elf_note.hpp"
+
+namespace hookhost {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every library ever opened, keyed by canonical path. Libraries are never unloaded: plugin code
+// may still be referenced (thread-local destructors, callbacks, GNU-unique symbols), and dlclose
+// would unmap it under them. A refused library stays too, since its constructors already ran.
+struct Registered {
+  boost::dll::shared_library library;
+  std::shared_ptr<const LoadedPlugin> plugin;  // null when the checks refused it
+  std::string refusal;                         // why, when plugin is null (without the file name)
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::map<fs::path, Registered> entries;
+};
+
+Registry& registry() {
+  // Deliberately leaked: no destructor at exit means no dlclose during static destruction.
+  static Registry* instance = new Registry;
+  return *instance;
+}
+
+std::string quote(std::string_view s) {
+  constexpr std::size_t kMax = 80;
+  std::string out = "'";
+  out += s.substr(0, kMax);
+  if (s.size() > kMax) out += "...";
+  return out + "'";
+}
+
+std::string flag_name(ParamFlag f) {
+  switch (f) {
+    case ParamFlag::optional: return "OPTIONAL";
+    case ParamFlag::required: return "REQUIRED";
+    case ParamFlag::defaulted: return "DEFAULT";
+  }
+  return "?";
+}
+
+std::string abi_text(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// The first field where the note and the entry disagree, as "note says X, entry says Y".
+std::string first_difference(const PluginMetadata& note, const PluginMetadata& entry) {
+  auto differ = [](const std::string& field, const std::string& n, const std::string& e) {
+    return "note says " + field + " " + n + ", entry says " + e;
+  };
+  if (note.id != entry.id) return differ("id", quote(note.id), quote(entry.id));
+  if (note.version != entry.version) {
+    return differ("version", quote(note.version), quote(entry.version));
+  }
+  if (note.description != entry.description) {
+    return differ("description", quote(note.description), quote(entry.description));
+  }
+  if (note.abi_major != entry.abi_major || note.abi_minor != entry.abi_minor) {
+    return differ("ABI", abi_text(note.abi_major, note.abi_minor),
+                  abi_text(entry.abi_major, entry.abi_minor));
+  }
+  if (note.params.size() != entry.params.size()) {
+    return "note declares " + std::to_string(note.params.size()) + " parameters, entry declares " +
+           std::to_string(entry.params.size());
+  }
+  for (std::size_t i = 0; i < note.params.size(); ++i) {
+    const ParamSpec& n = note.params[i];
+    const ParamSpec& e = entry.params[i];
+    const std::string field = "parameter " + std::to_string(i + 1) + " " + quote(n.name) + " ";
+    if (n.name != e.name) return differ(field + "name", quote(n.name), quote(e.name));
+    if (n.type != e.type) {
+      return differ(field + "type", param_type_name(n.type), param_type_name(e.type));
+    }
+    if (n.flag != e.flag) return differ(field + "flag", flag_name(n.flag), flag_name(e.flag));
+    if (n.default_value != e.default_value) {
+      return differ(field + "default", quote(n.default_value), quote(e.default_value));
+    }
+    if (n.help != e.help) return differ(field + "help", quote(n.help), quote(e.help));
+  }
+  return {};
+}
+
+// Checks the entry symbol of an opened library against the note. Throws LoadError with the
+// reason alone; the caller puts the file name in front.
+std::shared_ptr<const LoadedPlugin> check_entry(const boost::dll::shared_library& library,
+                                                const DiscoveredPlugin& plugin) {
+  const std::string rebuild =
+      " — rebuild the plugin with HH_PLUGIN_DEFINE / HOOKHOST_PLUGIN against this hookhost";
+  if (!library.has(HH_ENTRY_SYMBOL)) {
+    throw LoadError("has no symbol " HH_ENTRY_SYMBOL
+                    ": not a hookhost ABI 1 plugin, or the symbol is not exported" +
+                    rebuild);
+  }
+  const auto& entry = library.get<const hh_plugin_entry>(HH_ENTRY_SYMBOL);
+  if (entry.struct_size < HH_PLUGIN_ENTRY_SIZE) {
+    throw LoadError(HH_ENTRY_SYMBOL " is too small: struct_size " +
+                    std::to_string(entry.struct_size) + ", this host needs at least " +
+                    std::to_string(HH_PLUGIN_ENTRY_SIZE) + rebuild);
+  }
+  if (!hh_abi_is_compatible(entry.abi_major, entry.abi_minor)) {
+    throw LoadError(HH_ENTRY_SYMBOL " is built for hookhost ABI " +
+                    abi_text(entry.abi_major, entry.abi_minor) + "; this host supports ABI " +
+                    abi_text(HH_ABI_MAJOR, HH_ABI_MINOR) + " (same major, minor not newer)" +
+                    rebuild);
+  }
+  if (!entry.create) throw LoadError(HH_ENTRY_SYMBOL " has no create function" + rebuild);
+
+  // The entry's parameter table is only read as far as the note vouches for, and each
+  // descriptor is checked before metadata_from_entry copies it.
+  const PluginMetadata& note = plugin.metadata;
+  auto disagree = [&](const std::string& what) {
+    return LoadError("its note and its entry symbol disagree: " + what +
+                     " — both must come from one HH_PLUGIN_DEFINE / HOOKHOST_PLUGIN; rebuild the "
+                     "plugin");
+  };
+  if (entry.param_count != note.params.size()) {
+    throw disagree("note declares " + std::to_string(note.params.size()) +
+                   " parameters, entry declares " + std::to_string(entry.param_count));
+  }
+  if (entry.param_count > 0 && !entry.params) throw disagree("entry's parameter table is null");
+  for (uint32_t i = 0; i < entry.param_count; ++i) {
+    const hh_param_desc& d = entry.params[i];
+    const std::string which = "entry parameter " + std::to_string(i + 1);
+    if (d.struct_size < HH_PARAM_DESC_SIZE) {
+      throw disagree(which + " has struct_size " + std::to_string(d.struct_size));
+    }
+    if (d.type < HH_PARAM_TYPE_BOOL || d.type > HH_PARAM_TYPE_STRING_LIST) {
+      throw disagree(which + " has unknown type " + std::to_string(d.type));
+    }
+    if (d.flags > HH_PARAM_FLAG_DEFAULT) {
+      throw disagree(which + " has unknown flags " + std::to_string(d.flags));
+    }
+  }
+  std::string diff = first_difference(note, metadata_from_entry(entry));
+  if (!diff.empty()) throw disagree(diff);
+  return std::make_shared<const LoadedPlugin>(plugin.file, note, &entry);
+}
+
+// Boost.DLL wraps dlerror's text ("x.so: undefined symbol: f") in its own words; keep dlerror's.
+std::string loader_reason(const std::exception& e) {
+  std::string_view what = e.what();
+  constexpr std::string_view kMarker = "(dlerror system message: ";
+  std::size_t begin = what.find(kMarker);
+  std::size_t end = what.rfind(')');
+  if (begin == std::string_view::npos || end == std::string_view::npos || end < begin) {
+    return std::string(what);
+  }
+  begin += kMarker.size();
+  return std::string(what.substr(begin, end - begin));
+}
+
+}  // namespace
+
+std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin) {
+  const std::string where = plugin.file.string() + ": ";
+  std::error_code ec;
+  fs::path key = fs::canonical(plugin.file, ec);
+  if (ec) {
+    throw LoadError(where + "cannot load: " + ec.message() +
+                    " — the file is gone or unreadable; run plugin discovery again");
+  }
+
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mutex);
+  if (auto it = reg.entries.find(key); it != reg.entries.end()) {
+    if (!it->second.plugin) throw LoadError(where + it->second.refusal);
+    if (it->second.plugin->metadata() != plugin.metadata) {
+      throw LoadError(where + "this file was already loaded as plugin " +
+                      quote(it->second.plugin->metadata().id) +
+                      " with different metadata (was it replaced?) — restart the process to "
+                      "load the new version");
+    }
+    return it->second.plugin;
+  }
+
+  // Check the file again right before dlopen: it may have changed since discovery, and dlopen of
+  // a truncated file dies with SIGBUS instead of failing.
+  NoteReadResult note = read_plugin_note(key);
+  if (!note.metadata) {
+    throw LoadError(where + "cannot load: " + note.error);
+  }
+  if (*note.metadata != plugin.metadata) {
+    throw LoadError(where + "the file changed since discovery (its note describes plugin " +
+                    quote(note.metadata->id) + " " + quote(note.metadata->version) +
+                    ") — run plugin discovery again");
+  }
+
+  boost::dll::shared_library library;
+  try {
+    // rtld_now: a missing symbol fails here with dlerror's text instead of killing the process at
+    // the first call; rtld_local: plugins cannot interpose on each other.
+    library = boost::dll::shared_library(
+        key, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    throw LoadError(where + "the dynamic loader refused it: " + loader_reason(e) +
+                    " — install the libraries it needs, or rebuild it with hookhost_add_plugin "
+                    "(-Wl,-z,defs) so unresolved symbols fail at link time");
+  }
+
+  Registered entry{std::move(library), nullptr, {}};
+  try {
+    entry.plugin = check_entry(entry.library, plugin);
+  } catch (const LoadError& e) {
+    entry.refusal = e.what();
+  }
+  auto it = reg.entries.emplace(key, std::move(entry)).first;
+  if (!it->second.plugin) throw LoadError(where + it->second.refusal);
+  spdlog::debug("loaded plugin '{}' {} from {}", plugin.metadata.id, plugin.metadata.version,
+                key.string());
+  return it->second.plugin;
+}
+
+}  // namespace hookhost

@@ -1,0 +1,217 @@
+// Finding plugins in folders: real plugin files (good, broken, duplicated) in temporary folders.
+#include "hookhost/host/discovery.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "hookhost/host/elf_note.hpp"
+#include "hookhost/host/loader.hpp"
+#include "plugin_files.hpp"
+#include "test_support.hpp"
+
+namespace hookhost {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using namespace hookhost::testing;
+
+std::string host_abi() {
+  return std::to_string(HH_ABI_MAJOR) + "." + std::to_string(HH_ABI_MINOR);
+}
+
+// The reason `file` was rejected, or "" when it was not.
+std::string reason_for(const DiscoveryResult& r, const fs::path& file) {
+  for (const RejectedFile& rejected : r.rejected) {
+    if (rejected.file == file) return rejected.reason;
+  }
+  return {};
+}
+
+std::vector<std::string> ids(const DiscoveryResult& r) {
+  std::vector<std::string> out;
+  for (const DiscoveredPlugin& p : r.plugins) out.push_back(p.metadata.id);
+  return out;
+}
+
+TEST(Discovery, FindsCAndCxxPluginsWithTheirMetadata) {
+  TempDir dir;
+  fs::path c = copy_plugin(fixture_plugin("good_c"), dir.path());
+  fs::path cxx = copy_plugin(fixture_plugin("good_cxx"), dir.path());
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(r.rejected, IsEmpty());
+  ASSERT_EQ(r.plugins.size(), 2u);
+  const DiscoveredPlugin* found = r.find("good_c");
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->file, c);
+  EXPECT_EQ(found->metadata, *read_plugin_note(c).metadata);
+  ASSERT_NE(r.find("good_cxx"), nullptr);
+  EXPECT_EQ(r.find("good_cxx")->file, cxx);
+  EXPECT_EQ(r.find("good_cxx")->metadata.params.size(), 3u);
+  EXPECT_EQ(r.find("nope"), nullptr);
+}
+
+TEST(Discovery, OrdersByFolderThenFileName) {
+  TempDir first, second;
+  copy_plugin(fixture_plugin("good_cxx"), first.path(), "b.so");
+  copy_plugin(fixture_plugin("good_c"), first.path(), "a.so");
+  copy_plugin(fixture_plugin("no_entry"), second.path(), "0.so");
+  DiscoveryResult r = discover_plugins({first.path(), second.path()});
+  EXPECT_EQ(ids(r), (std::vector<std::string>{"good_c", "good_cxx", "no_entry"}));
+}
+
+TEST(Discovery, ReportsMissingFolder) {
+  TempDir dir;
+  copy_plugin(fixture_plugin("good_c"), dir.path());
+  fs::path missing = dir / "no-such-folder";
+  DiscoveryResult r = discover_plugins({missing, dir.path()});
+  EXPECT_EQ(reason_for(r, missing), "plugin folder does not exist");
+  EXPECT_EQ(ids(r), std::vector<std::string>{"good_c"});  // the other folders still count
+}
+
+TEST(Discovery, IsNotRecursive) {
+  TempDir dir;
+  fs::create_directory(dir / "sub");
+  copy_plugin(fixture_plugin("good_c"), dir / "sub");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(r.plugins, IsEmpty());
+  EXPECT_THAT(r.rejected, IsEmpty());
+}
+
+TEST(Discovery, ReportsEveryBrokenFileWithItsReason) {
+  TempDir dir;
+  copy_plugin(fixture_plugin("good_c"), dir.path());
+  write_file(dir / "notes.txt", "plain text\n");
+  fs::path truncated = truncated_copy(fixture_plugin("good_cxx"), dir.path(), "cut.so", 3072);
+  fs::path arm = copy_plugin(fixture_plugin("good_cxx"), dir.path(), "arm.so");
+#if defined(__aarch64__)
+  patch_file<uint16_t>(arm, kMachineOffset, EM_X86_64);
+#else
+  patch_file<uint16_t>(arm, kMachineOffset, EM_AARCH64);
+#endif
+  fs::path no_note = copy_plugin(fixture_plugin("no_note"), dir.path());
+
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_EQ(ids(r), std::vector<std::string>{"good_c"});
+  ASSERT_EQ(r.rejected.size(), 4u);
+  EXPECT_THAT(reason_for(r, dir / "notes.txt"), HasSubstr("not an ELF file"));
+  EXPECT_THAT(reason_for(r, truncated), HasSubstr("truncated: segment"));
+  EXPECT_THAT(reason_for(r, truncated), HasSubstr("was the copy interrupted?"));
+  EXPECT_THAT(reason_for(r, arm), HasSubstr("wrong machine"));
+  EXPECT_THAT(reason_for(r, no_note), HasSubstr("no hookhost metadata note"));
+}
+
+TEST(Discovery, RejectsAbiMajorMismatch) {
+  TempDir dir;
+  fs::path file = copy_plugin(fixture_plugin("abi_major2"), dir.path());
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(r.plugins, IsEmpty());
+  EXPECT_THAT(reason_for(r, file),
+              HasSubstr("built for hookhost ABI 2.0; this host supports ABI " + host_abi() +
+                        " (major versions must match) — rebuild the plugin against this "
+                        "hookhost"));
+}
+
+TEST(Discovery, RejectsNewerAbiMinor) {
+  TempDir dir;
+  fs::path file = copy_plugin(fixture_plugin("abi_minor_newer"), dir.path());
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(r.plugins, IsEmpty());
+  std::string plugin_abi = std::to_string(HH_ABI_MAJOR) + "." + std::to_string(HH_ABI_MINOR + 1);
+  EXPECT_THAT(reason_for(r, file), HasSubstr("built for hookhost ABI " + plugin_abi));
+  EXPECT_THAT(reason_for(r, file), HasSubstr("this host's ABI " + host_abi()));
+  EXPECT_THAT(reason_for(r, file), HasSubstr("needs a newer host"));
+}
+
+TEST(Discovery, RejectsDuplicateIdNamingBothFiles) {
+  TempDir dir;
+  fs::path first = copy_plugin(fixture_plugin("good_c"), dir.path(), "a_first.so");
+  fs::path second = copy_plugin(fixture_plugin("good_c"), dir.path(), "b_second.so");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  ASSERT_EQ(r.plugins.size(), 1u);
+  EXPECT_EQ(r.plugins[0].file, first);
+  std::string reason = reason_for(r, second);
+  EXPECT_THAT(reason,
+              HasSubstr("duplicate plugin id 'good_c': already provided by " + first.string()));
+  EXPECT_THAT(reason, HasSubstr(second.string()));
+}
+
+TEST(Discovery, DuplicateIdAcrossFoldersFirstFolderWins) {
+  TempDir a, b;
+  fs::path in_b = copy_plugin(fixture_plugin("good_cxx"), b.path(), "aaa.so");
+  fs::path in_a = copy_plugin(fixture_plugin("good_cxx"), a.path(), "zzz.so");
+  DiscoveryResult r = discover_plugins({a.path(), b.path()});
+  ASSERT_EQ(r.plugins.size(), 1u);
+  EXPECT_EQ(r.plugins[0].file, in_a);
+  EXPECT_THAT(reason_for(r, in_b), HasSubstr("already provided by " + in_a.string()));
+}
+
+TEST(Discovery, SameFileTwiceIsNotADuplicate) {
+  TempDir dir;
+  copy_plugin(fixture_plugin("good_c"), dir.path());
+  fs::create_symlink(dir / "good_c.so", dir / "link_to_good_c.so");
+  DiscoveryResult r = discover_plugins({dir.path(), dir.path()});
+  EXPECT_EQ(ids(r), std::vector<std::string>{"good_c"});
+  EXPECT_THAT(r.rejected, IsEmpty());
+}
+
+TEST(Discovery, FollowsSymlinkToPluginElsewhere) {
+  TempDir store, dir;
+  fs::path real = copy_plugin(fixture_plugin("good_c"), store.path());
+  fs::create_symlink(real, dir / "linked.so");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  ASSERT_EQ(ids(r), std::vector<std::string>{"good_c"});
+  EXPECT_EQ(r.plugins[0].file, dir / "linked.so");
+}
+
+TEST(Discovery, ReportsBrokenSymlink) {
+  TempDir dir;
+  fs::create_symlink(dir / "gone.so", dir / "dangling.so");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(reason_for(r, dir / "dangling.so"), HasSubstr("broken symbolic link"));
+}
+
+TEST(Discovery, FindsStrippedPlugin) {
+  if (std::system("command -v strip >/dev/null 2>&1") != 0) GTEST_SKIP() << "strip not installed";
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("good_cxx"), dir.path());
+  ASSERT_EQ(std::system(("strip --strip-all '" + copy.string() + "'").c_str()), 0);
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(r.rejected, IsEmpty());
+  ASSERT_NE(r.find("good_cxx"), nullptr);
+  EXPECT_EQ(r.find("good_cxx")->metadata, *read_plugin_note(fixture_plugin("good_cxx")).metadata);
+}
+
+TEST(Discovery, DoesNotLoadPluginsThatWouldFailToLoad) {
+  TempDir dir;
+  copy_plugin(fixture_plugin("missing_symbol"), dir.path());
+  copy_plugin(fixture_plugin("no_entry"), dir.path());
+  copy_plugin(fixture_plugin("note_entry_mismatch"), dir.path());
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(r.rejected, IsEmpty());
+  EXPECT_EQ(ids(r), (std::vector<std::string>{"missing_symbol", "no_entry", "note_side"}));
+}
+
+TEST(Discovery, RunsNoPluginCodeButLoadingDoes) {
+  TempDir dir;
+  fs::path marker = dir / "constructor-ran";
+  ASSERT_EQ(::setenv("HOOKHOST_TEST_MARKER", marker.c_str(), 1), 0);
+  fs::create_directory(dir / "plugins");
+  copy_plugin(fixture_plugin("static_init_marker"), dir / "plugins");
+
+  DiscoveryResult r = discover_plugins({dir / "plugins"});
+  const DiscoveredPlugin* plugin = r.find("static_init_marker");
+  ASSERT_NE(plugin, nullptr);
+  EXPECT_FALSE(fs::exists(marker)) << "discovery ran the plugin's constructor";
+
+  std::shared_ptr<const LoadedPlugin> loaded = load_plugin(*plugin);
+  EXPECT_EQ(loaded->metadata().id, "static_init_marker");
+  EXPECT_TRUE(fs::exists(marker)) << "loading did not run the plugin's constructor";
+  ::unsetenv("HOOKHOST_TEST_MARKER");
+}
+
+}  // namespace
+}  // namespace hookhost

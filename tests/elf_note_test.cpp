@@ -1,0 +1,396 @@
+// Reading plugin metadata from the ELF note without loading: real fixture files, copied into a
+// temporary folder and damaged in the ways that happen in practice.
+#include "hookhost/host/elf_note.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "plugin_files.hpp"
+#include "test_support.hpp"
+
+namespace hookhost {
+
+// Readable failure output for parameter comparisons.
+void PrintTo(const ParamSpec& p, std::ostream* os) {
+  *os << "{" << p.name << ", " << param_type_name(p.type) << ", flag " << static_cast<int>(p.flag)
+      << ", default '" << p.default_value << "', help '" << p.help << "'}";
+}
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using namespace hookhost::testing;
+
+ParamSpec param(std::string name, hh_param_type type, ParamFlag flag, std::string def,
+                std::string help) {
+  return {std::move(name), type, flag, std::move(def), std::move(help)};
+}
+
+// A note descriptor: format, ABI major, minor, then the text (NUL-terminated unless told).
+std::vector<std::byte> descriptor(uint32_t format, uint32_t major, uint32_t minor,
+                                  const std::string& text, bool terminate = true) {
+  std::vector<std::byte> d(12 + text.size() + (terminate ? 1 : 0));
+  std::memcpy(d.data(), &format, 4);
+  std::memcpy(d.data() + 4, &major, 4);
+  std::memcpy(d.data() + 8, &minor, 4);
+  std::memcpy(d.data() + 12, text.data(), text.size());
+  return d;
+}
+
+std::string note_error(const std::string& text) {
+  NoteReadResult r = parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 1, 0, text));
+  EXPECT_FALSE(r.metadata) << "accepted: " << text;
+  return r.error;
+}
+
+constexpr const char* kGoodHeader = "id=x\nversion=1\ndescription=d\n";
+
+// ---- Metadata of well-formed plugins ----------------------------------------------------------
+
+TEST(ElfNote, ReadsPureCPluginMetadata) {
+  NoteReadResult r = read_plugin_note(fixture_plugin("good_c"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  const PluginMetadata& m = *r.metadata;
+  EXPECT_EQ(m.id, "good_c");
+  EXPECT_EQ(m.version, "1.2.3");
+  EXPECT_EQ(m.description, "A pure C test plugin");
+  EXPECT_EQ(m.abi_major, uint32_t{HH_ABI_MAJOR});
+  EXPECT_EQ(m.abi_minor, uint32_t{HH_ABI_MINOR});
+  std::vector<ParamSpec> expected = {
+      param("threshold", HH_PARAM_TYPE_FLOAT, ParamFlag::defaulted, "0.5",
+            "stop when the loss falls below this"),
+      param("every_n", HH_PARAM_TYPE_INT, ParamFlag::required, "", "log every n steps"),
+      param("verbose", HH_PARAM_TYPE_BOOL, ParamFlag::defaulted, "false", "log more"),
+      param("label", HH_PARAM_TYPE_STRING, ParamFlag::optional, "", "a label for the log"),
+      param("tensors", HH_PARAM_TYPE_STRING_LIST, ParamFlag::defaulted, "loss,accuracy",
+            "tensors to watch"),
+      // Default text given, but the flag is OPTIONAL: it is dropped.
+      param("unit", HH_PARAM_TYPE_STRING, ParamFlag::optional, "", "unit of the threshold"),
+  };
+  EXPECT_EQ(m.params, expected);
+  ASSERT_NE(m.find_param("tensors"), nullptr);
+  EXPECT_EQ(m.find_param("tensors")->default_value, "loss,accuracy");
+  EXPECT_EQ(m.find_param("nope"), nullptr);
+}
+
+TEST(ElfNote, ReadsCxxSdkPluginMetadata) {
+  NoteReadResult r = read_plugin_note(fixture_plugin("good_cxx"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->id, "good_cxx");
+  EXPECT_EQ(r.metadata->version, "0.3.0");
+  EXPECT_EQ(r.metadata->description, "A C++ SDK test plugin");
+  std::vector<ParamSpec> expected = {
+      param("window", HH_PARAM_TYPE_INT, ParamFlag::defaulted, "10", "steps per window"),
+      param("tag", HH_PARAM_TYPE_STRING, ParamFlag::required, "", "tag written with every count"),
+      param("ratio", HH_PARAM_TYPE_FLOAT, ParamFlag::optional, "", "optional ratio"),
+  };
+  EXPECT_EQ(r.metadata->params, expected);
+}
+
+TEST(ElfNote, ReportsAbiVersionWithoutJudgingIt) {
+  NoteReadResult r = read_plugin_note(fixture_plugin("abi_major2"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->abi_major, 2u);
+  EXPECT_EQ(r.metadata->abi_minor, 0u);
+}
+
+TEST(ElfNote, ReadsStrippedCopy) {
+  if (std::system("command -v strip >/dev/null 2>&1") != 0) GTEST_SKIP() << "strip not installed";
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("good_c"), dir.path());
+  std::string command = "strip --strip-all '" + copy.string() + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  ASSERT_LT(fs::file_size(copy), fs::file_size(fixture_plugin("good_c")));
+  NoteReadResult r = read_plugin_note(copy);
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(*r.metadata, *read_plugin_note(fixture_plugin("good_c")).metadata);
+}
+
+// ---- Files that are not plugins for this host -------------------------------------------------
+
+TEST(ElfNote, RejectsTextFile) {
+  TempDir dir;
+  write_file(dir / "readme.so", "this is not a plugin\n");
+  NoteReadResult r = read_plugin_note(dir / "readme.so");
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("not an ELF file"));
+}
+
+TEST(ElfNote, RejectsEmptyFile) {
+  TempDir dir;
+  write_file(dir / "empty.so", "");
+  EXPECT_THAT(read_plugin_note(dir / "empty.so").error, HasSubstr("not an ELF file"));
+}
+
+TEST(ElfNote, RejectsMissingFileAndDirectory) {
+  TempDir dir;
+  EXPECT_THAT(read_plugin_note(dir / "absent.so").error, HasSubstr("cannot open"));
+  EXPECT_THAT(read_plugin_note(dir.path()).error, HasSubstr("not a regular file"));
+}
+
+TEST(ElfNote, RejectsWrongMachine) {
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("good_c"), dir.path());
+#if defined(__aarch64__)
+  patch_file<uint16_t>(copy, kMachineOffset, EM_X86_64);
+  const char* built_for = "built for EM_X86_64";
+#else
+  patch_file<uint16_t>(copy, kMachineOffset, EM_AARCH64);
+  const char* built_for = "built for EM_AARCH64";
+#endif
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("wrong machine"));
+  EXPECT_THAT(r.error, HasSubstr(built_for));
+#if defined(__x86_64__)
+  EXPECT_THAT(r.error, HasSubstr("this host is x86-64"));
+#endif
+}
+
+TEST(ElfNote, RejectsWrongElfClass) {
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("good_c"), dir.path());
+  patch_file<uint8_t>(copy, EI_CLASS, ELFCLASS32);
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_THAT(r.error, HasSubstr("wrong ELF class"));
+  EXPECT_THAT(r.error, HasSubstr("32-bit"));
+}
+
+TEST(ElfNote, RejectsExecutable) {
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("good_c"), dir.path());
+  patch_file<uint16_t>(copy, kTypeOffset, ET_EXEC);
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_THAT(r.error, HasSubstr("not a shared object"));
+  EXPECT_THAT(r.error, HasSubstr("ET_EXEC"));
+}
+
+TEST(ElfNote, RejectsTruncatedSegment) {
+  TempDir dir;
+  fs::path copy = truncated_copy(fixture_plugin("good_c"), dir.path(), "good_c.so", 3072);
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("truncated: segment "));
+  EXPECT_THAT(r.error, HasSubstr("but the file has 3072 bytes — was the copy interrupted?"));
+}
+
+TEST(ElfNote, RejectsHalfCopiedFile) {
+  TempDir dir;
+  // Half of what dlopen maps (debug sections past it would hide the cut in a Debug build).
+  std::size_t half = loadable_end(read_file(fixture_plugin("good_cxx"))) / 2;
+  fs::path copy = truncated_copy(fixture_plugin("good_cxx"), dir.path(), "good_cxx.so", half);
+  EXPECT_THAT(read_plugin_note(copy).error, HasSubstr("truncated: segment"));
+}
+
+TEST(ElfNote, RejectsFileOneByteShortOfItsLastSegment) {
+  TempDir dir;
+  std::size_t end = loadable_end(read_file(fixture_plugin("good_c")));
+  fs::path copy = truncated_copy(fixture_plugin("good_c"), dir.path(), "good_c.so", end - 1);
+  EXPECT_THAT(read_plugin_note(copy).error,
+              HasSubstr("ends at byte " + std::to_string(end) + " but the file has " +
+                        std::to_string(end - 1) + " bytes"));
+  copy = truncated_copy(fixture_plugin("good_c"), dir.path(), "good_c.so", end);
+  EXPECT_TRUE(read_plugin_note(copy).metadata) << "sections after the segments are not needed";
+}
+
+TEST(ElfNote, RejectsTruncatedProgramHeaderTable) {
+  TempDir dir;
+  fs::path copy = truncated_copy(fixture_plugin("good_c"), dir.path(), "good_c.so", 100);
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_THAT(r.error, HasSubstr("truncated: the program header table ends at byte"));
+  EXPECT_THAT(r.error, HasSubstr("the file has 100 bytes"));
+}
+
+TEST(ElfNote, RejectsTruncatedElfHeader) {
+  TempDir dir;
+  fs::path copy = truncated_copy(fixture_plugin("good_c"), dir.path(), "good_c.so", 40);
+  EXPECT_THAT(read_plugin_note(copy).error, HasSubstr("truncated: the ELF header"));
+}
+
+TEST(ElfNote, RejectsLibraryWithoutNote) {
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("no_note"), dir.path());
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("no hookhost metadata note: not a hookhost plugin"));
+  EXPECT_THAT(r.error, HasSubstr("HH_PLUGIN_DEFINE / HOOKHOST_PLUGIN"));
+}
+
+TEST(ElfNote, RejectsHugeFileWithoutReadingIt) {
+  TempDir dir;
+  fs::path big = dir / "big.so";
+  write_file(big,
+             "\x7f"
+             "ELF");
+  fs::resize_file(big, std::uintmax_t{513} << 20);  // sparse: costs no disk
+  EXPECT_THAT(read_plugin_note(big).error, HasSubstr("too large"));
+}
+
+TEST(ElfNote, RejectsCorruptedNoteFormatInFile) {
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("good_c"), dir.path());
+  std::size_t note = find_hookhost_note(read_file(copy));
+  patch_file<uint32_t>(copy, note + 24, 7);  // the descriptor's format field
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("malformed hookhost note: unknown note format 7"));
+}
+
+TEST(ElfNote, RejectsNoteSizeRunningPastSegment) {
+  TempDir dir;
+  fs::path copy = copy_plugin(fixture_plugin("good_c"), dir.path());
+  std::size_t note = find_hookhost_note(read_file(copy));
+  patch_file<uint32_t>(copy, note + 4, 0x7fff0000u);  // n_descsz
+  NoteReadResult r = read_plugin_note(copy);
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("sizes that run past their segment"));
+}
+
+// ---- Descriptor parsing -----------------------------------------------------------------------
+
+TEST(ElfNoteDescriptor, ParsesWellFormedText) {
+  NoteReadResult r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 0,
+      "id=my.plugin-1\nversion=2.0\ndescription=Does things\n"
+      "param=limit\tINT\tDEFAULT\t3\ta limit\nparam=names\tSTRING_LIST\tREQUIRED\t\tthe names\n"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->id, "my.plugin-1");
+  EXPECT_EQ(r.metadata->version, "2.0");
+  EXPECT_EQ(r.metadata->description, "Does things");
+  ASSERT_EQ(r.metadata->params.size(), 2u);
+  EXPECT_EQ(r.metadata->params[0],
+            param("limit", HH_PARAM_TYPE_INT, ParamFlag::defaulted, "3", "a limit"));
+  EXPECT_EQ(r.metadata->params[1],
+            param("names", HH_PARAM_TYPE_STRING_LIST, ParamFlag::required, "", "the names"));
+  EXPECT_THAT(r.error, IsEmpty());
+}
+
+TEST(ElfNoteDescriptor, DropsDefaultUnlessFlagIsDefault) {
+  NoteReadResult r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 0, std::string(kGoodHeader) + "param=a\tBOOL\tREQUIRED\ttrue\thelp\n"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->params.at(0).default_value, "");
+}
+
+TEST(ElfNoteDescriptor, IgnoresUnknownKeys) {
+  NoteReadResult r = parse_note_descriptor(
+      descriptor(HH_NOTE_FORMAT, 1, 0, std::string(kGoodHeader) + "homepage=example.org\n"));
+  EXPECT_TRUE(r.metadata) << r.error;
+}
+
+TEST(ElfNoteDescriptor, RejectsShortDescriptor) {
+  std::vector<std::byte> d = descriptor(HH_NOTE_FORMAT, 1, 0, "");
+  NoteReadResult r = parse_note_descriptor(std::span(d).first(8));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("shorter than its 12-byte header"));
+}
+
+TEST(ElfNoteDescriptor, RejectsUnknownFormat) {
+  NoteReadResult r = parse_note_descriptor(descriptor(99, 1, 0, kGoodHeader));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("unknown note format 99"));
+}
+
+TEST(ElfNoteDescriptor, RejectsTextWithoutNul) {
+  NoteReadResult r = parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 1, 0, kGoodHeader, false));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, HasSubstr("not NUL-terminated"));
+}
+
+TEST(ElfNoteDescriptor, RejectsMissingIdOrVersion) {
+  EXPECT_THAT(note_error("version=1\ndescription=d\n"), HasSubstr("no id= line"));
+  EXPECT_THAT(note_error("id=x\ndescription=d\n"), HasSubstr("no version= line"));
+  EXPECT_THAT(note_error("id=x\nversion=1\n"), HasSubstr("no description= line"));
+  EXPECT_THAT(note_error(""), HasSubstr("no id= line"));
+}
+
+TEST(ElfNoteDescriptor, RejectsBadOrRepeatedId) {
+  EXPECT_THAT(note_error("id=Bad Id\nversion=1\ndescription=d\n"),
+              HasSubstr("id 'Bad Id' is not [a-z0-9_.-]+"));
+  EXPECT_THAT(note_error("id=\nversion=1\ndescription=d\n"), HasSubstr("empty id"));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "id=y\n"), HasSubstr("more than one id"));
+}
+
+TEST(ElfNoteDescriptor, RejectsUnknownParamTypeOrFlag) {
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=a\tDOUBLE\tDEFAULT\t1\th\n"),
+              HasSubstr("unknown param TYPE 'DOUBLE'"));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=a\tINT\tMAYBE\t1\th\n"),
+              HasSubstr("unknown param FLAG 'MAYBE'"));
+}
+
+TEST(ElfNoteDescriptor, RejectsParamLineWithWrongFieldCount) {
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=a\tINT\tDEFAULT\t1\n"),
+              HasSubstr("has 4 tab-separated fields, expected 5"));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=a\tINT\tDEFAULT\t1\th\textra\n"),
+              HasSubstr("has 6 tab-separated fields, expected 5"));
+}
+
+TEST(ElfNoteDescriptor, RejectsBadOrRepeatedParamName) {
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=A-b\tINT\tOPTIONAL\t\th\n"),
+              HasSubstr("param name 'A-b' is not [a-z0-9_]+"));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) +
+                         "param=a\tINT\tOPTIONAL\t\th\nparam=a\tBOOL\tOPTIONAL\t\th\n"),
+              HasSubstr("param 'a' is declared twice"));
+}
+
+TEST(ElfNoteDescriptor, RejectsLineWithoutKey) {
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "garbage\n"), HasSubstr("is not key=value"));
+}
+
+TEST(ElfNoteDescriptor, EscapesUnprintableBytesInMessages) {
+  std::string error = note_error(std::string(kGoodHeader) + "param=a\t\x01\xff\tOPTIONAL\t\th\n");
+  EXPECT_THAT(error, HasSubstr("'\\x01\\xff'"));
+}
+
+TEST(ElfNoteDescriptor, SurvivesRandomDescriptors) {
+  std::mt19937 rng(20240601);
+  for (int i = 0; i < 500; ++i) {
+    std::vector<std::byte> d = descriptor(HH_NOTE_FORMAT, 1, 0,
+                                          "id=x\nversion=1\ndescription=d\nparam=a\tINT\tDEFAULT"
+                                          "\t3\th\n");
+    for (int flips = 1 + static_cast<int>(rng() % 4); flips > 0; --flips) {
+      d[rng() % d.size()] = static_cast<std::byte>(rng());
+    }
+    d.resize(rng() % (d.size() + 1));
+    NoteReadResult r = parse_note_descriptor(d);
+    EXPECT_TRUE(r.metadata.has_value() != !r.error.empty()) << "iteration " << i;
+  }
+}
+
+// ---- Robustness against damaged files -----------------------------------------------------------
+
+TEST(ElfNote, SurvivesRandomByteFlips) {
+  const std::string original = read_file(fixture_plugin("good_c"));
+  const std::size_t note = find_hookhost_note(original);
+  TempDir dir;
+  std::mt19937 rng(12345);
+  int rejected = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::string bytes = original;
+    for (int flips = 1 + static_cast<int>(rng() % 8); flips > 0; --flips) {
+      // Aim at what the reader interprets: the ELF and program headers, the note, and anywhere.
+      std::size_t at;
+      switch (rng() % 3) {
+        case 0: at = rng() % std::min<std::size_t>(bytes.size(), 1024); break;
+        case 1: at = note + rng() % std::min<std::size_t>(bytes.size() - note, 512); break;
+        default: at = rng() % bytes.size(); break;
+      }
+      bytes[at] = static_cast<char>(bytes[at] ^ (1u << (rng() % 8)));
+    }
+    fs::path file = dir / ("mutant" + std::to_string(i) + ".so");
+    write_file(file, bytes);
+    NoteReadResult r = read_plugin_note(file);
+    EXPECT_TRUE(r.metadata.has_value() != !r.error.empty()) << "mutation " << i;
+    if (!r.metadata) ++rejected;
+    fs::remove(file);
+  }
+  EXPECT_GT(rejected, 0);  // the mutations did reach something the reader checks
+}
+
+}  // namespace
+}  // namespace hookhost
