@@ -1,0 +1,231 @@
+// The early_stopping plugin (Keras/Lightning EarlyStopping) driven through the real runtime. A
+// `scripted` fixture hook feeds a constant learning_rate, which the workload returns as fetched,
+// to get a monitored value that never improves.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "plugin_harness.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A job whose learning_rate stays at `lr` on every step; runs up to 50 steps.
+class FlatValueJob {
+ public:
+  explicit FlatValueJob(const std::string& lr = "0.5") {
+    h.session.end_at = 50;
+    h.add("feeder", "scripted",
+          {{"trace", (h.root() / "trace.txt").string()}, {"feed", "learning_rate=" + lr}});
+  }
+  PluginHarness h{{"early_stopping"}, {"scripted"}};
+};
+
+bool fetched(const std::vector<std::string>& fetches, const std::string& name) {
+  return std::find(fetches.begin(), fetches.end(), name) != fetches.end();
+}
+
+TEST(EarlyStopping, FallingLossNeverStops) {
+  PluginHarness h({"early_stopping"});
+  h.add("es", "early_stopping", {{"patience", "0"}});
+  JobResult result = h.run();
+  EXPECT_EQ(result.outcome, Outcome::completed);
+  EXPECT_EQ(result.steps_run, 10);
+}
+
+TEST(EarlyStopping, FlatValueStopsAfterPatiencePlusOneChecksWithoutImprovement) {
+  // The first check sets the best value; then `patience` checks without improvement are
+  // tolerated and the next one stops: global step patience + 2 when checking every step.
+  for (int patience : {0, 1, 3}) {
+    FlatValueJob job;
+    job.h.add("es", "early_stopping",
+              {{"monitor", "learning_rate"}, {"patience", std::to_string(patience)}});
+    JobResult result = job.h.run();
+    EXPECT_EQ(result.outcome, Outcome::stopped) << patience;
+    EXPECT_EQ(result.stop_cause, HH_STOP_CAUSE_HOOK);
+    EXPECT_EQ(result.global_step, patience + 2) << patience;
+    EXPECT_THAT(result.reason,
+                AllOf(HasSubstr("early stopping: 'learning_rate' did not improve for " +
+                                std::to_string(patience + 1) + " checks"),
+                      HasSubstr("(patience " + std::to_string(patience) + ")"),
+                      HasSubstr("best value 0.5")));
+  }
+}
+
+TEST(EarlyStopping, DefaultPatienceIsThree) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+  EXPECT_EQ(job.h.run().global_step, 5);
+}
+
+TEST(EarlyStopping, RisingValueStopsInMinModeButNotInMaxMode) {
+  {
+    PluginHarness h({"early_stopping"});
+    h.add("es", "early_stopping", {{"monitor", "global_step"}, {"patience", "2"}});
+    JobResult result = h.run();
+    EXPECT_EQ(result.outcome, Outcome::stopped);
+    EXPECT_EQ(result.global_step, 4);
+    EXPECT_THAT(result.reason, HasSubstr("best value 1"));
+  }
+  {
+    PluginHarness h({"early_stopping"});
+    h.add("es", "early_stopping", {{"monitor", "global_step"}, {"mode", "max"}, {"patience", "0"}});
+    EXPECT_EQ(h.run().outcome, Outcome::completed);
+  }
+}
+
+TEST(EarlyStopping, MaxModeStopsOnAFallingLoss) {
+  PluginHarness h({"early_stopping"});
+  h.add("es", "early_stopping", {{"mode", "max"}, {"patience", "1"}});
+  JobResult result = h.run();
+  EXPECT_EQ(result.outcome, Outcome::stopped);
+  EXPECT_EQ(result.global_step, 3);
+  EXPECT_THAT(result.reason, AllOf(HasSubstr("'loss'"), HasSubstr("best value 10")));
+}
+
+TEST(EarlyStopping, MinDeltaIgnoresSmallImprovements) {
+  // Loss 10/step: 10, 5, 3.33 improve by more than 1; 2.5 does not (wait 1); 2 beats 3.33 by
+  // more than 1 (wait 0); 1.67 and 1.43 do not beat 2 by more than 1 (wait 1, 2 > patience).
+  PluginHarness h({"early_stopping"});
+  h.add("es", "early_stopping", {{"min_delta", "1"}, {"patience", "1"}});
+  JobResult result = h.run();
+  EXPECT_EQ(result.outcome, Outcome::stopped);
+  EXPECT_EQ(result.global_step, 7);
+  EXPECT_THAT(result.reason, HasSubstr("best value 2,"));
+}
+
+TEST(EarlyStopping, AnImprovementMustAlsoBeatTheBaseline) {
+  {
+    // 0.5 never beats 0.4: not even the first check counts as an improvement.
+    FlatValueJob job;
+    job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}, {"baseline", "0.4"}});
+    JobResult result = job.h.run();
+    EXPECT_EQ(result.global_step, 4);
+    EXPECT_THAT(result.reason, AllOf(HasSubstr("best value none"), HasSubstr("baseline 0.4")));
+  }
+  {
+    FlatValueJob job;
+    job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}, {"baseline", "0.6"}});
+    EXPECT_EQ(job.h.run().global_step, 5);
+  }
+}
+
+TEST(EarlyStopping, ChecksAndFetchesOnlyEveryNSteps) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping",
+            {{"monitor", "learning_rate"}, {"patience", "1"}, {"every_n_steps", "2"}});
+  JobResult result = job.h.run();
+  // Checks at global steps 2 (best), 4 (wait 1), 6 (wait 2 > 1).
+  EXPECT_EQ(result.global_step, 6);
+  const auto& seen = job.h.session.fetches_seen;
+  ASSERT_EQ(seen.size(), 6u);
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    EXPECT_EQ(fetched(seen[i], "learning_rate"), i % 2 == 1) << "iteration " << i;
+}
+
+TEST(EarlyStopping, SavesBestWaitAndTheStopAsHookState) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+  Runtime& rt = job.h.runtime();
+  ASSERT_TRUE(rt.start());
+  rt.run();
+  rt.run();
+  EXPECT_EQ(rt.hook_states().at("es"), "best=0.5\nstopped=0\nwait=1\n");
+  while (!rt.should_stop()) rt.run();
+  const std::string state = rt.hook_states().at("es");
+  EXPECT_THAT(state, AllOf(HasSubstr("best=0.5\n"), HasSubstr("stopped=1\n"), HasSubstr("wait=4\n"),
+                           HasSubstr("reason='learning_rate' did not improve")));
+}
+
+TEST(EarlyStopping, RestoredStateMakesItStopSooner) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+  job.h.runtime().restore_hook_states({{"es", "best=0.5\nwait=2\nstopped=0\n"}});
+  JobResult result = job.h.run();
+  // 0.5 does not beat the restored best: wait 3, then 4 > patience 3.
+  EXPECT_EQ(result.outcome, Outcome::stopped);
+  EXPECT_EQ(result.global_step, 2);
+  EXPECT_THAT(job.h.log(), HasSubstr("[es] [info] restored state: best 0.5, wait 2"));
+}
+
+TEST(EarlyStopping, RestoredBestIsKeptWhenTheValueIsWorse) {
+  // A best of 0.1 restored from before: 0.5 never improves on it, from the first check on.
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}, {"patience", "1"}});
+  job.h.runtime().restore_hook_states({{"es", "best=0.10000000000000001\nwait=0\nstopped=0\n"}});
+  JobResult result = job.h.run();
+  EXPECT_EQ(result.global_step, 2);
+  EXPECT_THAT(result.reason, HasSubstr("best value 0.1,"));
+}
+
+TEST(EarlyStopping, AJobItAlreadyStoppedStopsAgainBeforeAnyStep) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+  job.h.runtime().restore_hook_states(
+      {{"es", "best=0.5\nwait=4\nstopped=1\nreason='learning_rate' did not improve\n"}});
+  JobResult result = job.h.run();
+  EXPECT_EQ(result.outcome, Outcome::stopped);
+  EXPECT_EQ(result.steps_run, 0);
+  EXPECT_THAT(result.reason,
+              AllOf(HasSubstr("already stopped"), HasSubstr("'learning_rate' did not improve")));
+}
+
+TEST(EarlyStopping, UnreadableStateFailsTheHookInBegin) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+  job.h.runtime().restore_hook_states({{"es", "best=banana\n"}});
+  JobResult result = job.h.run();
+  EXPECT_EQ(result.outcome, Outcome::completed);  // disabled, the job goes on
+  EXPECT_THAT(job.h.log(), AllOf(HasSubstr("hook 'es'"), HasSubstr("failed in begin"),
+                                 HasSubstr("best='banana'")));
+}
+
+// ---- validation ----------------------------------------------------------------------------
+
+TEST(EarlyStopping, ModeMustBeMinOrMax) {
+  PluginHarness h({"early_stopping"});
+  EXPECT_THAT(
+      h.config_error("es", "early_stopping", {{"mode", "median"}}),
+      AllOf(HasSubstr("hook 'es' (plugin 'early_stopping'"), HasSubstr("invalid mode='median'"),
+            HasSubstr("'mode' must be 'min' or 'max'")));
+}
+
+TEST(EarlyStopping, NegativePatienceIsInvalid) {
+  PluginHarness h({"early_stopping"});
+  EXPECT_THAT(h.config_error("es", "early_stopping", {{"patience", "-1"}}),
+              AllOf(HasSubstr("hook 'es' (plugin 'early_stopping'"),
+                    HasSubstr("invalid patience=-1"), HasSubstr("'patience' must be >= 0")));
+  EXPECT_EQ(h.config_error("es0", "early_stopping", {{"patience", "0"}}), "");
+}
+
+TEST(EarlyStopping, NonPositiveEveryNStepsIsInvalid) {
+  PluginHarness h({"early_stopping"});
+  for (const std::string n : {"0", "-2"})
+    EXPECT_THAT(
+        h.config_error("es" + n, "early_stopping", {{"every_n_steps", n}}),
+        AllOf(HasSubstr("hook 'es" + n + "' (plugin 'early_stopping'"),
+              HasSubstr("invalid every_n_steps=" + n), HasSubstr("'every_n_steps' must be > 0")));
+}
+
+TEST(EarlyStopping, NegativeMinDeltaIsInvalid) {
+  PluginHarness h({"early_stopping"});
+  EXPECT_THAT(
+      h.config_error("es", "early_stopping", {{"min_delta", "-0.5"}}),
+      AllOf(HasSubstr("hook 'es'"), HasSubstr("invalid min_delta=-0.5"), HasSubstr("'min_delta'")));
+}
+
+TEST(EarlyStopping, NonNumericPatienceIsRejectedByTheHost) {
+  PluginHarness h({"early_stopping"});
+  EXPECT_THAT(
+      h.config_error("es", "early_stopping", {{"patience", "lots"}}),
+      AllOf(HasSubstr("hook 'es'"), HasSubstr("'patience'"), Not(HasSubstr("invalid mode"))));
+}
+
+}  // namespace
+}  // namespace hookhost::testing
