@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <cctype>
 #include <sstream>
 #include <stdexcept>
 
@@ -125,12 +125,16 @@ std::string encode(const Checkpoint& c) {
   return out;
 }
 
-// "<basename>-<step>": the step, or -1 when the name does not match.
-int64_t step_of(const std::string& name) {
-  static const std::regex pattern(R"(^[^.].*-([0-9]{1,18})$)");
-  std::smatch m;
-  if (!std::regex_match(name, m, pattern)) return -1;
-  return std::stoll(m[1].str());
+// The step of a file named "<basename>-<step>", or -1 for any other name.
+int64_t step_of(const std::string& name, const std::string& basename) {
+  if (name.size() <= basename.size() + 1 || name.compare(0, basename.size(), basename) != 0 ||
+      name[basename.size()] != '-')
+    return -1;
+  const std::string digits = name.substr(basename.size() + 1);
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return -1;
+  return std::stoll(digits);
 }
 
 std::string read_whole(const fs::path& file) {
@@ -151,17 +155,19 @@ fs::path write_checkpoint(const fs::path& dir, const std::string& basename,
   const fs::path file = dir / (basename + "-" + std::to_string(checkpoint.global_step));
   write_atomically(file, encode(checkpoint));
 
-  std::vector<fs::path> kept = list_checkpoints(dir);  // newest first
-  if (max_to_keep > 0 && kept.size() > max_to_keep) {
-    for (size_t i = max_to_keep; i < kept.size(); ++i)
-      if (kept[i] != file) fs::remove(kept[i], ec);
-    kept.resize(max_to_keep);
-  }
-  // The index, in TensorFlow's "checkpoint" text format, oldest first.
+  // Retention: the newest max_to_keep by step, plus the file just written (after a rollback it
+  // may be older than the kept ones).
+  std::vector<fs::path> all = list_checkpoints(dir, basename);  // newest first
+  std::vector<fs::path> kept, dropped;
+  for (size_t i = 0; i < all.size(); ++i)
+    (max_to_keep == 0 || i < max_to_keep || all[i] == file ? kept : dropped).push_back(all[i]);
+  // The index, in TensorFlow's "checkpoint" text format, oldest first; written before anything is
+  // deleted, so it never names a file that is gone.
   std::string index = "model_checkpoint_path: \"" + file.filename().string() + "\"\n";
   for (auto it = kept.rbegin(); it != kept.rend(); ++it)
     index += "all_model_checkpoint_paths: \"" + it->filename().string() + "\"\n";
   write_atomically(dir / kIndexName, index);
+  for (const auto& f : dropped) fs::remove(f, ec);
   return file;
 }
 
@@ -200,12 +206,12 @@ Checkpoint read_checkpoint(const fs::path& file) {
   return c;
 }
 
-std::vector<fs::path> list_checkpoints(const fs::path& dir) {
+std::vector<fs::path> list_checkpoints(const fs::path& dir, const std::string& basename) {
   std::vector<std::pair<int64_t, fs::path>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file(ec)) continue;
-    int64_t step = step_of(entry.path().filename().string());
+    int64_t step = step_of(entry.path().filename().string(), basename);
     if (step >= 0) found.emplace_back(step, entry.path());
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
@@ -216,9 +222,10 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir) {
   return out;
 }
 
-std::optional<RestoredCheckpoint> restore_latest_checkpoint(const fs::path& dir) {
+std::optional<RestoredCheckpoint> restore_latest_checkpoint(const fs::path& dir,
+                                                           const std::string& basename) {
   RestoredCheckpoint restored;
-  for (const auto& file : list_checkpoints(dir)) {
+  for (const auto& file : list_checkpoints(dir, basename)) {
     try {
       restored.checkpoint = read_checkpoint(file);
       restored.file = file;

@@ -109,7 +109,7 @@ EventFileWriter::EventFileWriter(const fs::path& dir) {
     throw std::runtime_error("cannot create event file " + file_.string() + ": " +
                              std::strerror(errno));
   write_record(encode_file_version_event(std::floor(created)));
-  flush();  // TensorFlow flushes the version record at once, so readers see a valid file
+  flush_locked();  // TensorFlow flushes the version record at once, so readers see a valid file
 }
 
 EventFileWriter::~EventFileWriter() {
@@ -131,10 +131,19 @@ void EventFileWriter::add_session_log(int64_t step, int status, const std::strin
   write_record(encode_session_log_event(now_seconds(), step, status, path));
 }
 
-void EventFileWriter::write_record(const std::string& event) { buffer_ += frame_record(event); }
+void EventFileWriter::write_record(const std::string& event) {
+  buffer_ += frame_record(event);
+  // Like TensorFlow's writer, reach the disk every few seconds even if nobody flushes.
+  if (std::chrono::steady_clock::now() - last_flush_ >= kFlushInterval) flush_locked();
+}
 
 void EventFileWriter::flush() {
   std::lock_guard lock(mutex_);
+  flush_locked();
+}
+
+void EventFileWriter::flush_locked() {
+  last_flush_ = std::chrono::steady_clock::now();
   std::string pending;
   pending.swap(buffer_);
   size_t done = 0;
@@ -160,9 +169,12 @@ std::map<fs::path, std::unique_ptr<EventFileWriter>>& writers() {
 }  // namespace
 
 EventFileWriter& event_writer_for(const fs::path& dir) {
+  // The folder must exist before it is canonicalised, or "tb/" and "tb" would be two keys.
   std::error_code ec;
+  fs::create_directories(dir, ec);
   fs::path key = fs::weakly_canonical(dir, ec);
   if (ec) key = dir;
+  if (!key.has_filename()) key = key.parent_path();
   std::lock_guard lock(writers_mutex());
   auto& w = writers()[key];
   if (!w) w = std::make_unique<EventFileWriter>(dir);

@@ -107,16 +107,18 @@ ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& i
   for (const auto& [key, text] : raw) {
     if (!plugin.find_param(key))
       throw ConfigError(where + ": unknown parameter '" + key + "' (this plugin takes: " +
-                        known_keys(plugin) + "; see 'hookhost plugins describe " + plugin.id +
-                        "')");
+                            known_keys(plugin) + "; see 'hookhost plugins describe " + plugin.id +
+                            "')",
+                        key);
     parsed.options.emplace_back(key, std::vector<std::string>{text});
   }
   po::variables_map vm;
   try {
     po::store(parsed, vm);
   } catch (const po::multiple_occurrences& e) {
-    throw ConfigError(where + ": parameter '" + e.get_option_name() +
-                      "' is given more than once; give it once");
+    throw ConfigError(
+        where + ": parameter '" + e.get_option_name() + "' is given more than once; give it once",
+        e.get_option_name());
   } catch (const po::error& e) {
     std::string key = "?";
     if (const auto* ve = dynamic_cast<const po::error_with_option_name*>(&e))
@@ -124,8 +126,9 @@ ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& i
     const ParamSpec* spec = plugin.find_param(key);
     auto it = raw.find(key);
     throw ConfigError(where + ": parameter '" + key + "' must be " +
-                      (spec ? expected_text(spec->type) : std::string("valid")) +
-                      (it != raw.end() ? ", got '" + it->second + "'" : std::string()));
+                          (spec ? expected_text(spec->type) : std::string("valid")) +
+                          (it != raw.end() ? ", got '" + it->second + "'" : std::string()),
+                      key);
   }
 
   ResolvedParams out;
@@ -148,8 +151,9 @@ ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& i
     }
     if (!given) {
       if (spec.flag == ParamFlag::required)
-        throw ConfigError(where + ": required parameter '" + spec.name + "' is missing (" +
-                          spec.help + ")");
+        throw ConfigError(
+            where + ": required parameter '" + spec.name + "' is missing (" + spec.help + ")",
+            spec.name);
       out.values_.push_back(std::move(v));
       continue;
     }

@@ -19,7 +19,7 @@ struct Checkpoint {
 
 // Writes <dir>/<basename>-<step> atomically (temporary file in `dir`, fsync, rename, fsync of
 // `dir`), then rewrites the index <dir>/checkpoint atomically and deletes checkpoints beyond the
-// newest `max_to_keep` (0 keeps all). Returns the checkpoint's path. Throws std::runtime_error
+// newest `max_to_keep` by step (0 keeps all; the file just written is always kept). Returns the checkpoint's path. Throws std::runtime_error
 // naming the file on any I/O error.
 std::filesystem::path write_checkpoint(const std::filesystem::path& dir, const std::string& basename,
                                        const Checkpoint& checkpoint, uint32_t max_to_keep);
@@ -27,9 +27,9 @@ std::filesystem::path write_checkpoint(const std::filesystem::path& dir, const s
 // Reads and verifies one checkpoint file. Throws std::runtime_error saying what is wrong.
 Checkpoint read_checkpoint(const std::filesystem::path& file);
 
-// The checkpoints of `dir` (from the index, plus any <basename>-<step> files it misses), newest
-// first.
-std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+// The files of `dir` named <basename>-<step>, newest (highest step) first.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir,
+                                                    const std::string& basename = "model.ckpt");
 
 struct RestoredCheckpoint {
   std::filesystem::path file;  // empty when every checkpoint found was corrupt
@@ -39,6 +39,7 @@ struct RestoredCheckpoint {
 
 // The newest valid checkpoint in `dir`, skipping corrupt ones (listed in `skipped`); nullopt when
 // the folder holds no checkpoint file at all.
-std::optional<RestoredCheckpoint> restore_latest_checkpoint(const std::filesystem::path& dir);
+std::optional<RestoredCheckpoint> restore_latest_checkpoint(
+    const std::filesystem::path& dir, const std::string& basename = "model.ckpt");
 
 }  // namespace hookhost

@@ -2,6 +2,7 @@
 // One writer per folder per process, shared by every hook that writes summaries.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -40,8 +41,11 @@ class EventFileWriter {
   const std::filesystem::path& file() const { return file_; }
 
  private:
-  void write_record(const std::string& event);
+  static constexpr std::chrono::seconds kFlushInterval{5};
+  void write_record(const std::string& event);  // with mutex_ held
+  void flush_locked();
   std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_flush_{};
   std::filesystem::path file_;
   int fd_ = -1;
   std::string buffer_;

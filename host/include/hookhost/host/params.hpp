@@ -15,7 +15,13 @@ namespace hookhost {
 // A configuration mistake: stops the job before it starts (exit status 2).
 class ConfigError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& message, std::string key = {})
+      : std::runtime_error(message), key_(std::move(key)) {}
+  // The parameter concerned, when there is one (lets the config layer point at its line).
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
 };
 
 // Typed values for every declared parameter, in declaration order, owning their storage; hands

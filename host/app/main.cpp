@@ -1,0 +1,280 @@
+// The hookhost program: runs a training job with plugin hooks from a config file, and lists and
+// describes the plugins it can find.
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdio>
+#include <hookhost/host/config.hpp>
+#include <hookhost/host/discovery.hpp>
+#include <hookhost/host/job.hpp>
+#include <hookhost/host/loader.hpp>
+#include <hookhost/version.h>
+#include <iostream>
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace hookhost;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+const char* const kMainHelp = R"(hookhost )" HOOKHOST_VERSION_STRING R"( - a plugin host for training-loop hooks
+
+Usage:
+  hookhost run [--config FILE] [options]     run a training job with hooks
+  hookhost plugins list [--plugin-dir DIR]   list the plugins found (runs no plugin code)
+  hookhost plugins describe ID               show a plugin's parameters
+  hookhost COMMAND --help                    help on one command
+  hookhost --version
+
+Examples:
+  hookhost run --config examples/demo.ini
+  hookhost run --set hook.stop.plugin=stop_at_step --set hook.stop.last_step=100
+  hookhost plugins describe logging_tensor
+
+Plugin folders are searched in this order: --plugin-dir, [run] plugin_dir in the config,
+HOOKHOST_PLUGIN_PATH (colon-separated), then the built-in plugins.
+
+Exit status:
+  0    the job completed, or a hook stopped it
+  1    the job failed (a workload error, a hook with on_error = fail, ...)
+  2    usage or configuration error (nothing ran)
+  128+N  stopped by signal N (130 for SIGINT, 143 for SIGTERM)
+)";
+
+const char* const kRunExamples = R"(
+Examples:
+  hookhost run --config examples/demo.ini
+  hookhost run -c job.ini --set hook.progress.every_n_secs=1 --set workload.epochs=5
+  hookhost run -c job.ini --fresh            start over (the previous run is moved aside)
+
+The config file is INI: [run] (plugin_dir, run_dir, log_level, on_error), [workload] (name and
+the workload's parameters), and one [hook.NAME] section per hook instance (plugin, enabled,
+order, on_error, and the plugin's parameters: see 'hookhost plugins describe ID').
+On start the job resumes from the newest valid checkpoint in <run_dir>/checkpoints.
+SIGINT/SIGTERM: the current step finishes, every hook gets end() (a final checkpoint is written),
+exit status 128+N; a second signal exits at once.
+)";
+
+std::atomic<int> g_signal{0};
+
+extern "C" void on_signal(int sig) {
+  if (g_signal.exchange(sig) != 0) _exit(128 + sig);  // second signal: leave at once
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
+  auto logger = std::make_shared<spdlog::logger>(
+      "hookhost", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  logger->set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %v");
+  logger->set_level(spdlog::level::from_str(level));
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+  return logger;
+}
+
+int usage_error(const std::string& message, const char* command) {
+  std::fprintf(stderr, "hookhost: %s\nRun 'hookhost %s--help' for usage.\n", message.c_str(),
+               command);
+  return kExitUsage;
+}
+
+std::vector<fs::path> to_paths(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
+// ---- hookhost run -------------------------------------------------------------------------------
+
+int cmd_run(const std::vector<std::string>& args) {
+  po::options_description desc("Usage: hookhost run [options]\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "config,c", po::value<std::string>()->value_name("FILE"), "the job's config file (INI)")(
+      "plugin-dir,p", po::value<std::vector<std::string>>()->composing()->value_name("DIR"),
+      "a folder of plugins to search first (repeatable)")(
+      "run-dir,r", po::value<std::string>()->value_name("DIR"),
+      "where outputs and checkpoints go (overrides [run] run_dir; default ./hookhost-run)")(
+      "set,s", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUE"),
+      "override a config key, e.g. hook.progress.every_n_secs=1 (repeatable)")(
+      "fresh", "start over: move an existing run directory aside instead of resuming it")(
+      "log-level,l", po::value<std::string>()->value_name("LEVEL"),
+      "trace, debug, info (default), warn, error, critical or off");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return usage_error(e.what(), "run ");
+  }
+  if (vm.count("help")) {
+    std::cout << desc << kRunExamples;
+    return kExitOk;
+  }
+
+  std::vector<std::string> overrides;
+  if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("run-dir")) overrides.push_back("run.run_dir=" + vm["run-dir"].as<std::string>());
+  if (vm.count("log-level"))
+    overrides.push_back("run.log_level=" + vm["log-level"].as<std::string>());
+
+  std::shared_ptr<spdlog::logger> logger;
+  std::unique_ptr<Job> job;
+  try {
+    std::optional<fs::path> file;
+    if (vm.count("config")) file = fs::path(vm["config"].as<std::string>());
+    JobConfig config = load_job_config(file, overrides);
+    logger = make_logger(config.log_level);
+    JobOptions options;
+    options.config = std::move(config);
+    if (vm.count("plugin-dir"))
+      options.plugin_dirs = to_paths(vm["plugin-dir"].as<std::vector<std::string>>());
+    options.fresh = vm.count("fresh") > 0;
+    options.logger = logger;
+    install_signal_handlers();
+    job = std::make_unique<Job>(std::move(options));
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "hookhost: configuration error: %s\nNothing was run.\n", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hookhost: cannot start the job: %s\nNothing was run.\n", e.what());
+    return kExitUsage;
+  }
+
+  JobResult result = job->run(g_signal);
+  logger->flush();
+  std::cout << format_summary(result, job->reports(), job->wall_time(), job->first_step())
+            << "  outputs: " << job->run_dir().string() << "\n";
+  std::cout.flush();
+  switch (result.outcome) {
+    case Outcome::completed: return kExitOk;
+    case Outcome::stopped:
+      if (result.stop_cause == HH_STOP_CAUSE_SIGNAL && g_signal.load() != 0)
+        return 128 + g_signal.load();
+      return kExitOk;
+    case Outcome::failed: return kExitFailed;
+  }
+  return kExitFailed;
+}
+
+// ---- hookhost plugins ---------------------------------------------------------------------------
+
+std::string flag_text(const ParamSpec& p) {
+  switch (p.flag) {
+    case ParamFlag::required: return "required";
+    case ParamFlag::defaulted: return p.default_value.empty() ? "\"\"" : p.default_value;
+    case ParamFlag::optional: return "(unset)";
+  }
+  return "";
+}
+
+int cmd_plugins(const std::vector<std::string>& args) {
+  po::options_description desc(
+      "Usage:\n  hookhost plugins list [--plugin-dir DIR]...\n"
+      "  hookhost plugins describe ID [--plugin-dir DIR]...\n\n"
+      "Reads each plugin's metadata note; no plugin code runs.\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "plugin-dir,p", po::value<std::vector<std::string>>()->composing()->value_name("DIR"),
+      "a folder of plugins to search first (repeatable)");
+  po::options_description hidden;
+  hidden.add_options()("words", po::value<std::vector<std::string>>(), "");
+  po::options_description all;
+  all.add(desc).add(hidden);
+  po::positional_options_description pos;
+  pos.add("words", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return usage_error(e.what(), "plugins ");
+  }
+  std::vector<std::string> words;
+  if (vm.count("words")) words = vm["words"].as<std::vector<std::string>>();
+  if (vm.count("help") || words.empty()) {
+    std::cout << desc << "\nExamples:\n  hookhost plugins list\n"
+                         "  hookhost plugins list --plugin-dir ./my-plugins\n"
+                         "  hookhost plugins describe stop_at_step\n";
+    return words.empty() && !vm.count("help") ? kExitUsage : kExitOk;
+  }
+  std::vector<fs::path> first;
+  if (vm.count("plugin-dir")) first = to_paths(vm["plugin-dir"].as<std::vector<std::string>>());
+  const auto dirs = plugin_search_path(first, {});
+  DiscoveryResult found = discover_plugins(dirs);
+
+  if (words[0] == "list" && words.size() == 1) {
+    std::printf("%-20s %-9s %-5s %s\n", "ID", "VERSION", "ABI", "FILE");
+    for (const auto& p : found.plugins)
+      std::printf("%-20s %-9s %u.%-3u %s\n", p.metadata.id.c_str(), p.metadata.version.c_str(),
+                  p.metadata.abi_major, p.metadata.abi_minor, p.file.string().c_str());
+    std::printf("\n%zu plugin(s) in: ", found.plugins.size());
+    for (size_t i = 0; i < dirs.size(); ++i)
+      std::printf("%s%s", i ? ", " : "", dirs[i].string().c_str());
+    std::printf("\n");
+    if (!found.rejected.empty()) {
+      std::printf("\nRejected files:\n");
+      for (const auto& r : found.rejected)
+        std::printf("  %s\n    %s\n", r.file.string().c_str(), r.reason.c_str());
+    }
+    return kExitOk;
+  }
+  if (words[0] == "describe" && words.size() == 2) {
+    const DiscoveredPlugin* p = found.find(words[1]);
+    if (!p) {
+      std::fprintf(stderr,
+                   "hookhost: no plugin with id '%s' (see 'hookhost plugins list' for the ids "
+                   "found)\n",
+                   words[1].c_str());
+      return kExitUsage;
+    }
+    const PluginMetadata& m = p->metadata;
+    std::printf("%s %s - %s\n  file: %s\n  ABI: %u.%u\n\nParameters:\n", m.id.c_str(),
+                m.version.c_str(), m.description.c_str(), p->file.string().c_str(), m.abi_major,
+                m.abi_minor);
+    if (m.params.empty()) std::printf("  (none)\n");
+    for (const auto& param : m.params)
+      std::printf("  %-18s %-12s %-12s %s\n", param.name.c_str(),
+                  param_type_name(param.type).c_str(), flag_text(param).c_str(),
+                  param.help.c_str());
+    std::printf("\nCommon keys in every [hook.NAME] section: plugin (default NAME), enabled "
+                "(true), order (0), on_error (disable|stop|fail).\n\nExample:\n  [hook.%s]\n",
+                m.id.c_str());
+    for (const auto& param : m.params)
+      if (param.flag == ParamFlag::required)
+        std::printf("  %s = ...\n", param.name.c_str());
+    return kExitOk;
+  }
+  return usage_error("unknown 'plugins' command '" + words[0] + "' (expected list or describe ID)",
+                     "plugins ");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kMainHelp;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    std::printf("hookhost %s (plugin ABI %d.%d)\n", HOOKHOST_VERSION_STRING, HH_ABI_MAJOR,
+                HH_ABI_MINOR);
+    return kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "run") return cmd_run(args);
+  if (command == "plugins") return cmd_plugins(args);
+  return usage_error("unknown command '" + command + "'", "");
+}

@@ -1,0 +1,60 @@
+// The job configuration: an INI file (Boost.Program_options' config-file parser) plus KEY=VALUE
+// overrides from the command line. Sections and keys are part of the public interface:
+//   [run]       plugin_dir (may repeat), run_dir, log_level, on_error
+//   [workload]  name, and that workload's parameters
+//   [hook.NAME] plugin (default NAME), enabled, order, on_error, and the plugin's parameters
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "params.hpp"
+#include "runtime.hpp"
+
+namespace hookhost {
+
+// Where a key came from, for error messages: "demo.ini:12" or "--set hook.x.y=1".
+struct ConfigSource {
+  std::string origin;  // file name, or "--set"
+  int line = 0;        // 0 when unknown or from the command line
+  std::string describe() const;
+};
+
+struct HookConfig {
+  std::string name;    // the instance name, from [hook.NAME]
+  std::string plugin;  // plugin id
+  bool enabled = true;
+  int order = 0;
+  std::optional<FailurePolicy> on_error;           // unset: the job's [run] on_error
+  std::multimap<std::string, std::string> params;  // the plugin's own keys, as text
+  ConfigSource section_source;
+  std::map<std::string, ConfigSource> key_sources;
+};
+
+struct JobConfig {
+  std::optional<std::filesystem::path> file;  // the config file, if any
+  std::vector<std::filesystem::path> plugin_dirs;
+  std::filesystem::path run_dir = "hookhost-run";
+  std::string log_level = "info";
+  FailurePolicy on_error = FailurePolicy::disable;
+  std::string workload = "linreg";
+  std::multimap<std::string, std::string> workload_params;
+  std::map<std::string, ConfigSource> workload_sources;
+  std::vector<HookConfig> hooks;  // in file order (then --set order for new sections)
+
+  // "file:line: " for a hook's key (or its section when the key has no source), for messages.
+  std::string where(const HookConfig& hook, const std::string& key = {}) const;
+  std::string where_workload(const std::string& key) const;
+};
+
+// Reads `file` (when given) and applies `overrides` ("section.key=value", e.g.
+// "hook.progress.every_n_secs=1", "run.log_level=debug", "workload.epochs=5"). Throws ConfigError
+// naming the file, the line, the section and the key: syntax errors, unknown sections or keys,
+// bad values for run/hook keys, duplicate [hook.NAME] sections, a bad override.
+JobConfig load_job_config(const std::optional<std::filesystem::path>& file,
+                          const std::vector<std::string>& overrides);
+
+}  // namespace hookhost

@@ -1,0 +1,68 @@
+// A whole job as the hookhost program runs it: plugins found and loaded from folders, the workload
+// built from the configuration, hooks instantiated in order, the newest checkpoint restored, then
+// steps until the job ends. Everything that can be wrong with the configuration is found by the
+// constructor, before any hook's begin() runs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "discovery.hpp"
+#include "runtime.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace hookhost {
+
+// The folder of the built-in plugins: <bin>/../lib/hookhost/plugins next to the executable (the
+// same layout in a build tree and an installation), else the build tree's folder.
+std::filesystem::path builtin_plugin_dir();
+
+// Plugin folders in search order: `first` (e.g. --plugin-dir), then `config`, then the folders in
+// HOOKHOST_PLUGIN_PATH (colon-separated), then the built-in folder. Duplicates removed.
+std::vector<std::filesystem::path> plugin_search_path(
+    const std::vector<std::filesystem::path>& first,
+    const std::vector<std::filesystem::path>& config);
+
+struct JobOptions {
+  JobConfig config;
+  std::vector<std::filesystem::path> plugin_dirs;  // searched before the config's
+  bool fresh = false;  // move an existing run directory aside instead of resuming it
+  std::shared_ptr<spdlog::logger> logger;
+};
+
+class Job {
+ public:
+  // Throws ConfigError (exit status 2) for any configuration mistake.
+  explicit Job(JobOptions options);
+  ~Job();
+
+  // Runs to the end. `signal_number` is polled before each step: when it becomes nonzero the job
+  // stops after the current step with cause HH_STOP_CAUSE_SIGNAL.
+  JobResult run(const std::atomic<int>& signal_number);
+
+  std::vector<HookReport> reports() const;
+  std::chrono::duration<double> wall_time() const { return wall_time_; }
+  const std::filesystem::path& run_dir() const;
+  int64_t first_step() const { return first_step_; }
+
+ private:
+  struct Parts;
+  std::unique_ptr<Parts> parts_;
+  std::chrono::duration<double> wall_time_{0};
+  int64_t first_step_ = 0;
+};
+
+// The end-of-job summary: outcome, steps, wall time, steps per second, and the per-hook cost
+// table (calls, total ms, mean and max µs per callback).
+std::string format_summary(const JobResult& result, const std::vector<HookReport>& reports,
+                           std::chrono::duration<double> wall_time, int64_t first_step);
+
+}  // namespace hookhost

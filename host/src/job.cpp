@@ -1,0 +1,290 @@
+#include "hookhost/host/job.hpp"
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <set>
+
+#include "hookhost/host/checkpoint.hpp"
+#include "hookhost/host/loader.hpp"
+#include "hookhost/host/workloads/linreg.hpp"
+
+namespace hookhost {
+namespace fs = std::filesystem;
+
+fs::path builtin_plugin_dir() {
+  std::error_code ec;
+  fs::path exe_dir = boost::dll::program_location(ec).parent_path();
+  if (!ec) {
+    const fs::path candidate = exe_dir / ".." / "lib" / "hookhost" / "plugins";
+    if (fs::is_directory(candidate, ec)) return fs::weakly_canonical(candidate, ec);
+  }
+  return HOOKHOST_DEFAULT_PLUGIN_DIR;
+}
+
+std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& first,
+                                         const std::vector<fs::path>& config) {
+  std::vector<fs::path> dirs = first;
+  dirs.insert(dirs.end(), config.begin(), config.end());
+  if (const char* env = std::getenv("HOOKHOST_PLUGIN_PATH")) {
+    std::string list = env;
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t colon = list.find(':', start);
+      if (colon == std::string::npos) colon = list.size();
+      if (colon > start) dirs.emplace_back(list.substr(start, colon - start));
+      start = colon + 1;
+    }
+  }
+  dirs.push_back(builtin_plugin_dir());
+  std::vector<fs::path> unique;
+  std::set<fs::path> seen;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(d, ec);
+    if (seen.insert(ec ? d : key).second) unique.push_back(d);
+  }
+  return unique;
+}
+
+struct Job::Parts {
+  JobOptions options;
+  std::shared_ptr<spdlog::logger> log;
+  fs::path run_dir;
+  fs::path checkpoint_dir;
+  std::string checkpoint_basename;
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Runtime> runtime;
+};
+
+namespace {
+
+// Rewrites a ConfigError from a lower layer so it starts with the file, line, section and key.
+[[noreturn]] void rethrow_at(const ConfigError& e, const std::string& where) {
+  throw ConfigError(where + e.what(), e.key());
+}
+
+void move_aside(const fs::path& run_dir, spdlog::logger& log) {
+  std::error_code ec;
+  if (!fs::exists(run_dir, ec) || fs::is_empty(run_dir, ec)) return;
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  fs::path target = run_dir;
+  target += std::string(".old-") + stamp;
+  for (int i = 1; fs::exists(target, ec); ++i) {
+    target = run_dir;
+    target += std::string(".old-") + stamp + "-" + std::to_string(i);
+  }
+  fs::rename(run_dir, target, ec);
+  if (ec)
+    throw ConfigError("--fresh: cannot move the previous run " + run_dir.string() + " aside to " +
+                      target.string() + ": " + ec.message());
+  log.info("--fresh: moved the previous run to {}", target.string());
+}
+
+}  // namespace
+
+Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
+  Parts& p = *parts_;
+  p.options = std::move(options);
+  const JobConfig& cfg = p.options.config;
+  p.log = p.options.logger ? p.options.logger : spdlog::default_logger();
+  spdlog::logger& log = *p.log;
+  const std::string config_name = cfg.file ? cfg.file->string() : "(no config file)";
+
+  // Workload first: it needs no plugin, and its mistakes are the cheapest to report.
+  if (cfg.workload != "linreg")
+    throw ConfigError(cfg.where_workload("name") + "unknown workload '" + cfg.workload +
+                          "' (this hookhost has: linreg)",
+                      "name");
+  ResolvedParams workload_params;
+  try {
+    workload_params = resolve_params(linreg_schema(), "workload", cfg.workload_params);
+    p.session = make_linreg_session(workload_params);
+  } catch (const ConfigError& e) {
+    rethrow_at(e, cfg.where_workload(e.key()));
+  }
+
+  // Plugins: discovered is not enabled; only configured hooks are loaded.
+  const std::vector<fs::path> dirs = plugin_search_path(p.options.plugin_dirs, cfg.plugin_dirs);
+  DiscoveryResult found = discover_plugins(dirs);
+  for (const auto& r : found.rejected) log.debug("not a usable plugin: {}: {}", r.file.string(), r.reason);
+
+  struct Planned {
+    const HookConfig* hook;
+    std::shared_ptr<const LoadedPlugin> plugin;
+    ResolvedParams params;
+  };
+  std::vector<Planned> planned;
+  for (const HookConfig& hook : cfg.hooks) {
+    if (!hook.enabled) {
+      log.info("hook '{}' is disabled in the configuration", hook.name);
+      continue;
+    }
+    const DiscoveredPlugin* d = found.find(hook.plugin);
+    if (!d) {
+      std::string dir_list;
+      for (const auto& dir : dirs) dir_list += (dir_list.empty() ? "" : ", ") + dir.string();
+      std::string rejected;
+      for (const auto& r : found.rejected)
+        rejected += "\n  rejected " + r.file.string() + ": " + r.reason;
+      throw ConfigError(cfg.where(hook, "plugin") + "unknown plugin '" + hook.plugin +
+                            "': no plugin with this id in " + dir_list +
+                            " ('hookhost plugins list' shows what is available)" + rejected,
+                        "plugin");
+    }
+    Planned item{&hook, nullptr, {}};
+    try {
+      item.params = resolve_params(d->metadata, hook.name, hook.params);
+    } catch (const ConfigError& e) {
+      rethrow_at(e, cfg.where(hook, e.key()));
+    }
+    try {
+      item.plugin = load_plugin(*d);
+    } catch (const LoadError& e) {
+      throw ConfigError(cfg.where(hook, "plugin") + e.what());
+    }
+    planned.push_back(std::move(item));
+  }
+
+  // The run directory, and the checkpoint folder the checkpoint saver writes to.
+  p.run_dir = cfg.run_dir;
+  if (p.options.fresh) move_aside(p.run_dir, log);
+  std::error_code ec;
+  fs::create_directories(p.run_dir, ec);
+  if (ec)
+    throw ConfigError(config_name + ": run_dir " + p.run_dir.string() + " cannot be created: " +
+                      ec.message());
+  p.run_dir = fs::canonical(p.run_dir);
+  p.checkpoint_dir = p.run_dir / "checkpoints";
+  p.checkpoint_basename = "model.ckpt";
+  for (const auto& item : planned) {
+    if (item.plugin->metadata().id != "checkpoint_saver") continue;
+    if (const auto* v = item.params.find("checkpoint_dir"); v && v->is_set && !v->s.empty())
+      p.checkpoint_dir = v->s;
+    if (const auto* v = item.params.find("basename"); v && v->is_set && !v->s.empty())
+      p.checkpoint_basename = v->s;
+  }
+
+  RuntimeOptions ro;
+  ro.run_dir = p.run_dir;
+  ro.logger = p.log;
+  ro.on_recover = [dir = p.checkpoint_dir, basename = p.checkpoint_basename](Runtime& rt) {
+    // The recreated session continues from the newest checkpoint, as TensorFlow's does.
+    if (auto restored = restore_latest_checkpoint(dir, basename); restored && !restored->file.empty())
+      rt.session().restore_state(restored->checkpoint.workload_state);
+  };
+  p.runtime = std::make_unique<Runtime>(*p.session, ro);
+  for (auto& item : planned) {
+    HookSettings settings{item.hook->name, item.hook->order,
+                          item.hook->on_error.value_or(cfg.on_error)};
+    try {
+      p.runtime->add_hook(item.plugin, settings, item.params);
+    } catch (const ConfigError& e) {
+      throw ConfigError(cfg.where(*item.hook) + e.what(), e.key());
+    }
+  }
+
+  // The effective configuration, every default filled in.
+  log.info("configuration: {}", config_name);
+  log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", p.run_dir.string(),
+           cfg.log_level, policy_name(cfg.on_error));
+  std::string dir_text;
+  for (const auto& d : dirs) dir_text += (dir_text.empty() ? "" : ", ") + d.string();
+  log.info("  [run] plugin folders: {}", dir_text);
+  std::string wl = "name = " + cfg.workload;
+  for (const auto& v : workload_params.values())
+    if (v.is_set) wl += ", " + v.spec.name + " = " + v.text;
+  log.info("  [workload] {}", wl);
+  for (const auto& item : planned) {
+    std::string line = "plugin = " + item.plugin->metadata().id + " (" +
+                       item.plugin->file().string() + "), order = " +
+                       std::to_string(item.hook->order) + ", on_error = " +
+                       policy_name(item.hook->on_error.value_or(cfg.on_error));
+    for (const auto& v : item.params.values())
+      if (v.is_set) line += ", " + v.spec.name + " = " + v.text;
+    log.info("  [hook.{}] {}", item.hook->name, line);
+  }
+
+  // Resume from the newest valid checkpoint.
+  if (auto restored = restore_latest_checkpoint(p.checkpoint_dir, p.checkpoint_basename)) {
+    for (const auto& skipped : restored->skipped) log.warn("skipping a corrupt checkpoint: {}", skipped);
+    if (!restored->file.empty()) {
+      p.session->restore_state(restored->checkpoint.workload_state);
+      p.runtime->restore_hook_states(restored->checkpoint.hook_states);
+      first_step_ = restored->checkpoint.global_step;
+      log.info("resuming from {} at global step {}", restored->file.string(),
+               restored->checkpoint.global_step);
+    }
+  }
+}
+
+Job::~Job() = default;
+
+JobResult Job::run(const std::atomic<int>& signal_number) {
+  Parts& p = *parts_;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto stop_on_signal = [&] {
+    const int sig = signal_number.load();
+    if (sig == 0) return false;
+    const std::string name = sig == SIGINT    ? "SIGINT"
+                             : sig == SIGTERM ? "SIGTERM"
+                                              : "signal " + std::to_string(sig);
+    p.runtime->request_stop(HH_STOP_CAUSE_SIGNAL, "received " + name);
+    return true;
+  };
+  if (p.runtime->start())
+    while (!p.runtime->should_stop() && !stop_on_signal()) p.runtime->run();
+  JobResult result = p.runtime->close();
+  wall_time_ = std::chrono::steady_clock::now() - t0;
+  return result;
+}
+
+std::vector<HookReport> Job::reports() const { return parts_->runtime->reports(); }
+
+const fs::path& Job::run_dir() const { return parts_->run_dir; }
+
+std::string format_summary(const JobResult& result, const std::vector<HookReport>& reports,
+                           std::chrono::duration<double> wall_time, int64_t first_step) {
+  std::string out;
+  char line[512];
+  const double secs = wall_time.count();
+  std::snprintf(line, sizeof line,
+                "\nhookhost: job %s (%s)\n  steps: %lld run (global step %lld -> %lld)\n"
+                "  wall time: %.3f s, %.1f steps/s\n",
+                outcome_name(result.outcome), result.reason.c_str(),
+                static_cast<long long>(result.steps_run), static_cast<long long>(first_step),
+                static_cast<long long>(result.global_step), secs,
+                secs > 0 ? static_cast<double>(result.steps_run) / secs : 0.0);
+  out += line;
+  if (reports.empty()) return out + "  hooks: none\n";
+  std::snprintf(line, sizeof line, "  %-20s %-22s %8s %10s %10s %10s\n", "hook", "callback",
+                "calls", "total ms", "mean us", "max us");
+  out += line;
+  for (const auto& r : reports) {
+    bool first = true;
+    for (const char* cb : {"begin", "after_create_session", "before_run", "after_run", "end"}) {
+      auto it = r.callbacks.find(cb);
+      if (it == r.callbacks.end() || it->second.calls == 0) continue;
+      const CallStats& s = it->second;
+      const double total_ms = std::chrono::duration<double, std::milli>(s.total).count();
+      const double mean_us =
+          std::chrono::duration<double, std::micro>(s.total).count() / static_cast<double>(s.calls);
+      const double max_us = std::chrono::duration<double, std::micro>(s.max).count();
+      std::snprintf(line, sizeof line, "  %-20s %-22s %8llu %10.3f %10.1f %10.1f\n",
+                    first ? r.instance_name.c_str() : "", cb,
+                    static_cast<unsigned long long>(s.calls), total_ms, mean_us, max_us);
+      out += line;
+      first = false;
+    }
+    if (r.disabled) out += "  " + std::string(20, ' ') + " disabled: " + r.failure + "\n";
+  }
+  return out;
+}
+
+}  // namespace hookhost

@@ -1,0 +1,132 @@
+// checkpoint_saver: TensorFlow's CheckpointSaverHook. Saves the workload's state and every hook's
+// stored state through the host service hh.checkpoint/1 when a session is created (again after a
+// recovery), on its timer (save_steps and/or save_secs, whichever comes first), and at the end of
+// the job unless the last save was at the same step.
+#include <hookhost/ext/checkpoint.h>
+
+#include <cstdint>
+#include <cstring>
+#include <hookhost/hook.hpp>
+#include <hookhost/sdk/timer.hpp>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+
+namespace {
+
+// MonitoredTrainingSession's default when no frequency is given.
+constexpr double kDefaultSaveSecs = 600.0;
+
+std::string format_number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+class CheckpointSaver : public hookhost::Hook {
+ public:
+  explicit CheckpointSaver(const hookhost::CreateContext& ctx)
+      : Hook(ctx), basename_(params().get_string("basename")) {
+    if (params().has("checkpoint_dir")) dir_ = params().get_string("checkpoint_dir");
+    const bool has_steps = params().has("save_steps");
+    const bool has_secs = params().has("save_secs");
+    if (has_steps) {
+      const int64_t steps = params().get_int("save_steps");
+      if (steps <= 0)
+        throw hookhost::Error("invalid save_steps=" + std::to_string(steps) + " (must be > 0)");
+      steps_timer_ = hookhost::StepTimer::every_steps(steps);
+    }
+    if (has_secs) {
+      const double secs = params().get_float("save_secs");
+      if (!(secs > 0))
+        throw hookhost::Error("invalid save_secs=" + format_number(secs) + " (must be > 0)");
+      secs_timer_ = hookhost::StepTimer::every_secs(secs);
+    }
+    if (!has_steps && !has_secs) secs_timer_ = hookhost::StepTimer::every_secs(kDefaultSaveSecs);
+
+    const int64_t keep = params().get_int("max_to_keep");
+    if (keep < 0 || keep > std::numeric_limits<uint32_t>::max())
+      throw hookhost::Error("invalid max_to_keep=" + std::to_string(keep) +
+                            " (must be >= 0; 0 keeps every checkpoint)");
+    max_to_keep_ = static_cast<uint32_t>(keep);
+
+    // The host lists "<basename>-<step>" files but skips dot files (its temporary files), and
+    // writes names unescaped into the quoted strings of the index.
+    if (basename_.empty() || basename_[0] == '.' ||
+        basename_.find_first_of("/\\\"\n") != std::string::npos)
+      throw hookhost::Error("invalid basename='" + basename_ +
+                            "' (must be a file name that does not start with '.' and has no '/', "
+                            "'\\', '\"' or newline)");
+
+    service_ = host().service<hh_checkpoint_service>(HH_SERVICE_CHECKPOINT);
+    if (!service_ || service_->struct_size < HH_CHECKPOINT_SERVICE_SIZE || !service_->save)
+      throw hookhost::Error("the host offers no " HH_SERVICE_CHECKPOINT " service");
+  }
+
+  void after_create_session(const hh_session_info& session) override {
+    session_created_ = true;
+    save(session.global_step, session.creation > 1 ? " (after a session recovery)" : "");
+  }
+
+  void after_run(const hh_run_context& context, const hookhost::RunValues&) override {
+    // Like TensorFlow: a cheap test on the stale step first, then the live step decides.
+    if (!due(context.global_step + 1)) return;
+    const int64_t live = host().global_step();
+    if (due(live)) save(live, "");
+  }
+
+  void end(const hh_end_info& info) override {
+    if (!session_created_) return;  // no session ever existed: there is no state to save
+    if (last_saved_step_ == info.global_step) return;
+    save(info.global_step, std::string(" (final save; job ") + hh_outcome_name(info.outcome) +
+                               ": " + info.reason + ")");
+  }
+
+ private:
+  bool due(int64_t step) const {
+    return steps_timer_.should_trigger(step) || secs_timer_.should_trigger(step);
+  }
+
+  void save(int64_t step, const std::string& note) {
+    char path[4096] = {};
+    hh_error err;
+    std::memset(&err, 0, sizeof err);
+    err.struct_size = HH_STRUCT_SIZE(hh_error, message);
+    const hh_status status =
+        service_->save(host().raw(), dir_.empty() ? nullptr : dir_.c_str(), basename_.c_str(),
+                       max_to_keep_, path, sizeof path, &err);
+    if (status != HH_OK)
+      throw hookhost::Error("cannot save a checkpoint at global step " + std::to_string(step) +
+                            ": " + (err.message[0] ? err.message : "the host gave no reason"));
+    steps_timer_.update(step);
+    secs_timer_.update(step);
+    last_saved_step_ = step;
+    host().info(std::string("saved checkpoint ") + path + note);
+  }
+
+  std::string dir_;  // empty: the host's default, <run dir>/checkpoints
+  std::string basename_;
+  uint32_t max_to_keep_ = 5;
+  hookhost::StepTimer steps_timer_ = hookhost::StepTimer::never();
+  hookhost::StepTimer secs_timer_ = hookhost::StepTimer::never();
+  const hh_checkpoint_service* service_ = nullptr;
+  bool session_created_ = false;
+  std::optional<int64_t> last_saved_step_;
+};
+
+}  // namespace
+
+#define CHECKPOINT_SAVER_PARAMS(P)                                                          \
+  P(checkpoint_dir, STRING, OPTIONAL, "",                                                   \
+    "folder for the checkpoints (default: <run dir>/checkpoints)")                          \
+  P(save_steps, INT, OPTIONAL, "", "save every N global steps")                             \
+  P(save_secs, FLOAT, OPTIONAL, "",                                                         \
+    "save every N seconds (600 when neither save_steps nor save_secs is given)")            \
+  P(basename, STRING, DEFAULT, "model.ckpt", "checkpoint file names are <basename>-<step>") \
+  P(max_to_keep, INT, DEFAULT, "5", "how many checkpoints to keep, newest by step (0 keeps all)")
+
+HOOKHOST_PLUGIN(CheckpointSaver, "checkpoint_saver", "1.0.0",
+                "Saves checkpoints of the workload and every hook's state (TensorFlow's "
+                "CheckpointSaverHook)",
+                CHECKPOINT_SAVER_PARAMS)

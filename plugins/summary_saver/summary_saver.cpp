@@ -1,0 +1,146 @@
+// summary_saver: TensorFlow's SummarySaverHook. Writes chosen tensors as TensorBoard scalar
+// summaries every N steps or seconds, through the host's shared event writer (hh.summary/1), so
+// its records land in the same events file as any other hook writing to the same folder.
+#include <hookhost/ext/summary.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <hookhost/hook.hpp>
+#include <hookhost/sdk/timer.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Numbers in messages as the user wrote them (-1.5, not -1.500000).
+std::string format_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// Relative folders belong to the run, like the default. No trailing separator: the host keys its
+// one writer per folder on the path text, and "tb/" and "tb" must share one writer.
+std::string resolve_output_dir(const std::filesystem::path& run_dir, std::filesystem::path dir) {
+  if (dir.empty()) return {};
+  if (dir.is_relative()) dir = run_dir / dir;
+  dir = dir.lexically_normal();
+  if (!dir.has_filename() && dir != dir.root_path()) dir = dir.parent_path();
+  return dir.string();
+}
+
+class SummarySaver : public hookhost::Hook {
+ public:
+  explicit SummarySaver(const hookhost::CreateContext& ctx)
+      : Hook(ctx), timer_(hookhost::StepTimer::never()) {
+    params().require_exactly_one("save_steps", "save_secs");
+    if (params().has("save_steps")) {
+      const int64_t steps = params().get_int("save_steps");
+      if (steps <= 0)
+        throw hookhost::Error("invalid save_steps=" + std::to_string(steps) + " (must be > 0)");
+      timer_ = hookhost::StepTimer::every_steps(steps);
+    } else {
+      const double secs = params().get_float("save_secs");
+      if (!(secs > 0))
+        throw hookhost::Error("invalid save_secs=" + format_number(secs) + " (must be > 0)");
+      timer_ = hookhost::StepTimer::every_secs(secs);
+    }
+    tensors_ = params().get_string_list("tensors");
+    if (tensors_.empty()) throw hookhost::Error("'tensors' must name at least one tensor");
+    if (params().has("output_dir"))
+      output_dir_ = resolve_output_dir(host().run_dir(), params().get_string("output_dir"));
+  }
+
+  void begin() override {
+    summaries_ = host().service<hh_summary_service>(HH_SERVICE_SUMMARY);
+    if (!summaries_ || summaries_->struct_size < HH_SUMMARY_SERVICE_SIZE)
+      throw hookhost::Error("the host does not offer the summary service " HH_SERVICE_SUMMARY);
+    next_step_.reset();
+  }
+
+  void before_run(const hh_run_context&, hookhost::RunRequest& request) override {
+    // Fetch only when this step will be written (TensorFlow: the first step, then the timer).
+    writing_ = !next_step_ || timer_.should_trigger(*next_step_);
+    if (writing_)
+      for (const auto& name : tensors_) request.fetch(name);
+  }
+
+  void after_run(const hh_run_context& context, const hookhost::RunValues& values) override {
+    const bool first = !next_step_;
+    // The context holds the step before this one ran; the host already counts this step.
+    const int64_t step = (first || writing_) ? host().global_step() : context.global_step + 1;
+    if (first) write_session_start(step);
+    if (writing_) {
+      timer_.update(step);
+      for (const auto& name : tensors_) write_scalar(name, mean(values.get(name)), step);
+    }
+    // The host buffers events until a flush; flushing per save lets TensorBoard show them during
+    // the job, not only after it ends.
+    if (first || writing_) flush();
+    next_step_ = step + 1;
+  }
+
+  void end(const hh_end_info&) override {
+    if (summaries_) flush();
+  }
+
+ private:
+  // NULL asks the service for the run directory.
+  const char* dir() const { return output_dir_.empty() ? nullptr : output_dir_.c_str(); }
+
+  void write_session_start(int64_t step) const {
+    hh_error err{};
+    check(
+        summaries_->add_session_log(host().raw(), dir(), HH_SESSION_LOG_START, nullptr, step, &err),
+        err);
+  }
+  void write_scalar(const std::string& tag, double value, int64_t step) const {
+    hh_error err{};
+    check(summaries_->add_scalar(host().raw(), dir(), tag.c_str(), value, step, &err), err);
+  }
+  void flush() const {
+    hh_error err{};
+    check(summaries_->flush(host().raw(), dir(), &err), err);
+  }
+  static void check(hh_status status, const hh_error& err) {
+    if (status != HH_OK)
+      throw hookhost::Error(std::string("cannot write summaries: ") + err.message);
+  }
+
+  // A scalar summary of a non-scalar tensor records its mean.
+  static double mean(const hookhost::TensorView& tensor) {
+    if (!tensor.is_numeric())
+      throw hookhost::Error("tensor '" + std::string(tensor.name()) +
+                            "' is not numeric and cannot be written as a scalar summary");
+    if (tensor.size() == 0)
+      throw hookhost::Error("tensor '" + std::string(tensor.name()) + "' is empty");
+    double sum = 0;
+    for (std::size_t i = 0; i < tensor.size(); ++i) sum += tensor.at(i);
+    return sum / static_cast<double>(tensor.size());
+  }
+
+  hookhost::StepTimer timer_;
+  std::vector<std::string> tensors_;
+  std::string output_dir_;
+  const hh_summary_service* summaries_ = nullptr;
+  std::optional<int64_t> next_step_;  // the step expected after the last one; unset before it
+  bool writing_ = false;
+};
+
+}  // namespace
+
+#define SUMMARY_SAVER_PARAMS(P)                                                                   \
+  P(save_steps, INT, OPTIONAL, "",                                                                \
+    "write summaries at the first step and then every N global steps (exclusive with save_secs)") \
+  P(save_secs, FLOAT, OPTIONAL, "",                                                               \
+    "write summaries at the first step and then every N seconds (exclusive with save_steps)")     \
+  P(output_dir, STRING, OPTIONAL, "",                                                             \
+    "folder of the events file; relative to the run directory; default: the run directory")       \
+  P(tensors, STRING_LIST, DEFAULT, "loss",                                                        \
+    "tensors to write as scalar summaries tagged with their names (non-scalars: their mean)")
+
+HOOKHOST_PLUGIN(SummarySaver, "summary_saver", "1.0.0",
+                "Writes tensors as TensorBoard scalar summaries every N steps or seconds",
+                SUMMARY_SAVER_PARAMS)

@@ -1,0 +1,290 @@
+// End-to-end tests of the hookhost program: the real binary, the real built-in plugins, real files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "process.hpp"
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+long count_matches(const std::string& text, const std::string& pattern) {
+  const std::regex re(pattern);
+  return std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());
+}
+
+long trace_calls(const std::string& trace, const std::string& callback) {
+  return count_matches(trace, "\"callback\":\\s*\"" + callback + "\"");
+}
+
+// Steps of the checkpoints in a folder ("model.ckpt-<step>"), ascending.
+std::vector<long> checkpoint_steps(const fs::path& dir) {
+  std::vector<long> steps;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, std::regex(R"(model\.ckpt-(\d+))"))) steps.push_back(std::stol(m[1]));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// The first column of every data row of a CSV.
+std::vector<long> history_steps(const fs::path& csv) {
+  std::vector<long> steps;
+  auto lines = lines_of(read_file(csv));
+  for (size_t i = 1; i < lines.size(); ++i)
+    if (!lines[i].empty()) steps.push_back(std::stol(lines[i].substr(0, lines[i].find(','))));
+  return steps;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  fs::path config(const std::string& text) {
+    fs::path file = dir_ / "job.ini";
+    write_file(file, text);
+    return file;
+  }
+  ProcessResult run(const std::vector<std::string>& args) { return run_hookhost(args, dir_.path()); }
+  fs::path run_dir() const { return dir_ / "run"; }
+
+  TempDir dir_;
+};
+
+// ---- usage ----------------------------------------------------------------------------------
+
+TEST_F(CliTest, HelpAndVersion) {
+  ProcessResult help = run({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, AllOf(HasSubstr("hookhost run"), HasSubstr("plugins list"),
+                              HasSubstr("Exit status"), HasSubstr("128+N")));
+  ProcessResult run_help = run({"run", "--help"});
+  EXPECT_EQ(run_help.exit_code, 0);
+  EXPECT_THAT(run_help.out, AllOf(HasSubstr("--config"), HasSubstr("--set"), HasSubstr("--fresh"),
+                                  HasSubstr("Examples")));
+  ProcessResult version = run({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.out, HasSubstr("plugin ABI 1.0"));
+  EXPECT_EQ(run({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(run({"run", "--no-such-option"}).exit_code, 2);
+}
+
+// ---- configuration errors: exit 2 before anything runs -------------------------------------
+
+struct ConfigCase {
+  const char* name;
+  const char* ini;
+  std::vector<const char*> expected;
+};
+
+TEST_F(CliTest, EveryConfigMistakeStopsBeforeAnythingRuns) {
+  const std::string trace_hook = "\n[hook.trace]\nplugin = lifecycle_trace\npath = trace.jsonl\n";
+  const std::vector<ConfigCase> cases = {
+      {"unknown section", "[hookz.a]\nx = 1\n", {"job.ini:1", "unknown section [hookz.a]"}},
+      {"unknown hook key",
+       "[hook.stop]\nplugin = stop_at_step\nlast_stp = 3\n",
+       {"job.ini:3", "[hook.stop] last_stp", "unknown parameter 'last_stp'", "stop_at_step"}},
+      {"wrong type",
+       "[hook.stop]\nplugin = stop_at_step\nlast_step = ten\n",
+       {"job.ini:3", "'last_step'", "an integer", "got 'ten'"}},
+      {"missing required",
+       "[hook.wait]\nplugin = global_step_waiter\n",
+       {"job.ini:1", "required parameter 'wait_until_step'"}},
+      {"unknown plugin",
+       "[hook.x]\nplugin = no_such_plugin\n",
+       {"job.ini:2", "unknown plugin 'no_such_plugin'", "hookhost plugins list"}},
+      {"exclusive pair given twice",
+       "[hook.stop]\nplugin = stop_at_step\nnum_steps = 3\nlast_step = 5\n",
+       {"job.ini:1", "hook 'stop'", "num_steps", "last_step"}},
+      {"duplicate instance",
+       "[hook.a]\nplugin = stop_at_step\nlast_step = 1\n[hook.a]\nplugin = stop_at_step\n",
+       {"job.ini:4", "[hook.a] appears twice"}},
+      {"unknown workload key", "[workload]\nbatch_sise = 4\n",
+       {"job.ini:2", "[workload] batch_sise", "unknown parameter 'batch_sise'"}},
+      {"bad run key", "[run]\non_error = explode\n", {"job.ini:2", "disable, stop or fail"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    fs::remove_all(run_dir());
+    fs::path file = config(c.ini + trace_hook);
+    ProcessResult r = run({"run", "--config", file.string(), "--run-dir", run_dir().string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, AllOf(HasSubstr("configuration error"), HasSubstr("Nothing was run")));
+    for (const char* text : c.expected) EXPECT_THAT(r.err, HasSubstr(text));
+    EXPECT_FALSE(fs::exists(run_dir() / "trace.jsonl")) << "a hook ran despite the error";
+  }
+}
+
+// ---- plugins list / describe -----------------------------------------------------------------
+
+TEST_F(CliTest, ListShowsBuiltinsAndRejectedFilesWithReasons) {
+  fs::path extra = dir_ / "extra";
+  fs::create_directory(extra);
+  write_file(extra / "notes.so", "this is not a shared object\n");
+  ProcessResult r = run({"plugins", "list", "--plugin-dir", extra.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("ID"), HasSubstr("stop_at_step"), HasSubstr("lifecycle_trace"),
+                           HasSubstr("checkpoint_saver"), HasSubstr("1.0")));
+  EXPECT_THAT(r.out, AllOf(HasSubstr("Rejected files"), HasSubstr("notes.so")));
+  EXPECT_THAT(r.out, HasSubstr("ELF"));
+}
+
+TEST_F(CliTest, DescribeShowsTheSchema) {
+  ProcessResult r = run({"plugins", "describe", "stop_at_step"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("stop_at_step"), HasSubstr("num_steps"),
+                           HasSubstr("last_step"), HasSubstr("int"), HasSubstr("[hook.")));
+  ProcessResult missing = run({"plugins", "describe", "no_such"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("no plugin with id 'no_such'"));
+}
+
+// ---- running jobs ----------------------------------------------------------------------------
+
+const char* const kTrainingJob = R"([run]
+run_dir = run
+
+[workload]
+name = linreg
+epochs = 5
+
+[hook.trace]
+plugin = lifecycle_trace
+path = trace.jsonl
+
+[hook.history]
+plugin = history_saver
+every_n_steps = 1
+
+[hook.checkpoints]
+plugin = checkpoint_saver
+save_steps = 5
+max_to_keep = 0
+order = 100
+)";
+
+TEST_F(CliTest, FullRunWritesCheckpointsHistoryAndSummary) {
+  ProcessResult r = run({"run", "--config", config(kTrainingJob).string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("job completed"), HasSubstr("20 run"),
+                           HasSubstr("steps/s"), HasSubstr("after_run"), HasSubstr("history")));
+  EXPECT_THAT(r.err, AllOf(HasSubstr("hook order: trace (order 0), history (order 0), "
+                                     "checkpoints (order 100)"),
+                           HasSubstr("[workload] name = linreg")));
+  EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints"), (std::vector<long>{0, 5, 10, 15, 20}));
+  std::vector<long> rows = history_steps(run_dir() / "history.csv");
+  ASSERT_EQ(rows.size(), 20u);
+  EXPECT_EQ(rows.front(), 1);
+  EXPECT_EQ(rows.back(), 20);
+  const std::string trace = read_file(run_dir() / "trace.jsonl");
+  EXPECT_EQ(trace_calls(trace, "after_run"), 20);
+  EXPECT_THAT(trace, HasSubstr("completed"));
+}
+
+TEST_F(CliTest, RecoversFromAnAbortedStep) {
+  ProcessResult r = run({"run", "--config", config(kTrainingJob).string(), "--set",
+                         "workload.fail_at_step=7", "--set", "workload.fail_kind=aborted"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string trace = read_file(run_dir() / "trace.jsonl");
+  EXPECT_EQ(trace_calls(trace, "begin"), 1);
+  EXPECT_EQ(trace_calls(trace, "after_create_session"), 2);
+  EXPECT_THAT(r.err, HasSubstr("recoverable error"));
+  EXPECT_THAT(r.out, HasSubstr("job completed"));
+}
+
+TEST_F(CliTest, InjectedErrorFailsTheJobWithStatus1) {
+  ProcessResult r = run({"run", "--config", config(kTrainingJob).string(), "--set",
+                         "workload.fail_at_step=7", "--set", "workload.fail_kind=error"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("injected error at step 7"));
+  EXPECT_THAT(r.out, HasSubstr("job failed"));
+  const std::string trace = read_file(run_dir() / "trace.jsonl");
+  EXPECT_THAT(trace, HasSubstr("failed"));
+  // end() was still delivered, and the checkpoint saver wrote its final checkpoint.
+  EXPECT_EQ(trace_calls(trace, "end"), 1);
+  EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints").back(), 7);
+}
+
+const char* const kEndlessJob = R"([run]
+run_dir = run
+
+[workload]
+name = linreg
+epochs = 0
+
+[hook.history]
+plugin = history_saver
+every_n_steps = 1
+
+[hook.checkpoints]
+plugin = checkpoint_saver
+save_steps = 50
+max_to_keep = 3
+order = 100
+)";
+
+TEST_F(CliTest, KilledJobResumesFromItsLastCheckpointWithoutDuplicatingHistory) {
+  fs::path file = config(kEndlessJob);
+  {
+    Process job({"run", "--config", file.string()}, dir_.path());
+    ASSERT_TRUE(wait_until([&] {
+      auto steps = checkpoint_steps(run_dir() / "checkpoints");
+      return !steps.empty() && steps.back() >= 100;
+    }));
+    job.signal(SIGKILL);
+    EXPECT_EQ(job.wait().exit_code, 128 + SIGKILL);
+  }
+  const long killed_at = checkpoint_steps(run_dir() / "checkpoints").back();
+  const long last = killed_at + 120;
+  ProcessResult r = run({"run", "--config", file.string(), "--set",
+                         "hook.stop.plugin=stop_at_step", "--set",
+                         "hook.stop.last_step=" + std::to_string(last)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("resuming from"));
+  EXPECT_THAT(r.out, HasSubstr("-> " + std::to_string(last)));
+  std::vector<long> rows = history_steps(run_dir() / "history.csv");
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.front(), 1);
+  EXPECT_EQ(rows.back(), last);
+  for (size_t i = 1; i < rows.size(); ++i) ASSERT_EQ(rows[i], rows[i - 1] + 1) << "row " << i;
+  EXPECT_EQ(count_matches(read_file(run_dir() / "history.csv"), "step,"), 1) << "one header";
+}
+
+TEST_F(CliTest, SigtermFinishesTheStepAndWritesAFinalCheckpoint) {
+  fs::path file = config(std::string(kEndlessJob) +
+                         "\n[hook.trace]\nplugin = lifecycle_trace\npath = trace.jsonl\n");
+  Process job({"run", "--config", file.string()}, dir_.path());
+  ASSERT_TRUE(wait_until([&] {
+    auto steps = checkpoint_steps(run_dir() / "checkpoints");
+    return !steps.empty() && steps.back() >= 50;
+  }));
+  job.signal(SIGTERM);
+  ProcessResult r = job.wait();
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  const std::string trace = read_file(run_dir() / "trace.jsonl");
+  EXPECT_EQ(trace_calls(trace, "end"), 1);
+  EXPECT_THAT(trace, AllOf(HasSubstr("stopped"), HasSubstr("received SIGTERM")));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(-> (\d+)\))"))) << r.out;
+  const long final_step = std::stol(m[1]);
+  EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints").back(), final_step);
+  EXPECT_EQ(history_steps(run_dir() / "history.csv").back(), final_step);
+}
+
+}  // namespace
+}  // namespace hookhost::testing
