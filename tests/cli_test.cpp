@@ -15,13 +15,6 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 long count_matches(const std::string& text, const std::string& pattern) {
   const std::regex re(pattern);
   return std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());

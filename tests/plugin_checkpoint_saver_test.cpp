@@ -28,12 +28,6 @@ std::vector<int64_t> saved_steps(const fs::path& dir) {
   return steps;
 }
 
-long count(const std::string& text, const std::string& what) {
-  long n = 0;
-  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
-}
-
 TEST(CheckpointSaver, SavesAtSessionCreationEveryNStepsAndAtTheEnd) {
   PluginHarness h({"checkpoint_saver"});
   h.add("saver", "checkpoint_saver", {{"save_steps", "3"}});
@@ -64,7 +58,7 @@ TEST(CheckpointSaver, DoesNotSaveTwiceWhenTheLastStepWasAlreadySaved) {
   h.add("saver", "checkpoint_saver", {{"save_steps", "5"}});
   h.run();
   EXPECT_THAT(saved_steps(h.run_dir() / "checkpoints"), ElementsAre(0, 5, 10));
-  EXPECT_EQ(count(h.log(), "saved checkpoint"), 3);
+  EXPECT_EQ(count_occurrences(h.log(), "saved checkpoint"), 3);
   EXPECT_THAT(h.log(), Not(HasSubstr("final save")));
 }
 

@@ -39,38 +39,46 @@ TEST(EarlyStopping, FallingLossNeverStops) {
   EXPECT_EQ(result.steps_run, 10);
 }
 
-TEST(EarlyStopping, FlatValueStopsAfterPatiencePlusOneChecksWithoutImprovement) {
-  // The first check sets the best value; then `patience` checks without improvement are
-  // tolerated and the next one stops: global step patience + 2 when checking every step.
-  for (int patience : {0, 1, 3}) {
+TEST(EarlyStopping, FlatValueStopsAfterPatienceChecksWithoutImprovement) {
+  // The first check sets the best value; the `patience`-th check without improvement after it
+  // stops (the first one for patience 0, as for 1): global step max(patience, 1) + 1 when
+  // checking every step.
+  struct Case {
+    int patience;
+    int stop_step;
+    int checks_without_improvement;
+  };
+  for (const Case& c : {Case{0, 2, 1}, Case{1, 2, 1}, Case{3, 4, 3}}) {
     FlatValueJob job;
     job.h.add("es", "early_stopping",
-              {{"monitor", "learning_rate"}, {"patience", std::to_string(patience)}});
+              {{"monitor", "learning_rate"}, {"patience", std::to_string(c.patience)}});
     JobResult result = job.h.run();
-    EXPECT_EQ(result.outcome, Outcome::stopped) << patience;
+    EXPECT_EQ(result.outcome, Outcome::stopped) << c.patience;
     EXPECT_EQ(result.stop_cause, HH_STOP_CAUSE_HOOK);
-    EXPECT_EQ(result.global_step, patience + 2) << patience;
+    EXPECT_EQ(result.global_step, c.stop_step) << c.patience;
     EXPECT_THAT(result.reason,
                 AllOf(HasSubstr("early stopping: 'learning_rate' did not improve for " +
-                                std::to_string(patience + 1) + " checks"),
-                      HasSubstr("(patience " + std::to_string(patience) + ")"),
+                                std::to_string(c.checks_without_improvement) + " checks"),
+                      HasSubstr("(patience " + std::to_string(c.patience) + ")"),
                       HasSubstr("best value 0.5")));
   }
 }
 
 TEST(EarlyStopping, DefaultPatienceIsThree) {
+  // Best at step 1, then steps 2, 3 and 4 without improvement: wait 3 stops at step 4.
   FlatValueJob job;
   job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
-  EXPECT_EQ(job.h.run().global_step, 5);
+  EXPECT_EQ(job.h.run().global_step, 4);
 }
 
 TEST(EarlyStopping, RisingValueStopsInMinModeButNotInMaxMode) {
   {
+    // global_step 1 is the best; 2 and 3 do not improve on it: wait 2 stops at step 3.
     PluginHarness h({"early_stopping"});
     h.add("es", "early_stopping", {{"monitor", "global_step"}, {"patience", "2"}});
     JobResult result = h.run();
     EXPECT_EQ(result.outcome, Outcome::stopped);
-    EXPECT_EQ(result.global_step, 4);
+    EXPECT_EQ(result.global_step, 3);
     EXPECT_THAT(result.reason, HasSubstr("best value 1"));
   }
   {
@@ -81,19 +89,31 @@ TEST(EarlyStopping, RisingValueStopsInMinModeButNotInMaxMode) {
 }
 
 TEST(EarlyStopping, MaxModeStopsOnAFallingLoss) {
+  // Loss 10 at step 1 is the best; 5 at step 2 is worse: wait 1 = patience stops at step 2.
   PluginHarness h({"early_stopping"});
   h.add("es", "early_stopping", {{"mode", "max"}, {"patience", "1"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
-  EXPECT_EQ(result.global_step, 3);
+  EXPECT_EQ(result.global_step, 2);
   EXPECT_THAT(result.reason, AllOf(HasSubstr("'loss'"), HasSubstr("best value 10")));
 }
 
 TEST(EarlyStopping, MinDeltaIgnoresSmallImprovements) {
-  // Loss 10/step: 10, 5, 3.33 improve by more than 1; 2.5 does not (wait 1); 2 beats 3.33 by
-  // more than 1 (wait 0); 1.67 and 1.43 do not beat 2 by more than 1 (wait 1, 2 > patience).
+  // Loss 10/step: 10, 5, 3.33 improve by more than 1; 2.5 improves on 3.33 by less than 1, so
+  // it does not count: wait 1 = patience stops at step 4 with the best still 3.33.
   PluginHarness h({"early_stopping"});
   h.add("es", "early_stopping", {{"min_delta", "1"}, {"patience", "1"}});
+  JobResult result = h.run();
+  EXPECT_EQ(result.outcome, Outcome::stopped);
+  EXPECT_EQ(result.global_step, 4);
+  EXPECT_THAT(result.reason, HasSubstr("best value 3.33333,"));
+}
+
+TEST(EarlyStopping, AnImprovementBeyondMinDeltaResetsThePatienceCount) {
+  // 2.5 misses by less than 1 (wait 1); 2 beats 3.33 by 1.33 (best 2, wait 0); 1.67 and 1.43 miss
+  // (wait 1, then 2 = patience): stops at step 7 with the best 2.
+  PluginHarness h({"early_stopping"});
+  h.add("es", "early_stopping", {{"min_delta", "1"}, {"patience", "2"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
   EXPECT_EQ(result.global_step, 7);
@@ -102,17 +122,19 @@ TEST(EarlyStopping, MinDeltaIgnoresSmallImprovements) {
 
 TEST(EarlyStopping, AnImprovementMustAlsoBeatTheBaseline) {
   {
-    // 0.5 never beats 0.4: not even the first check counts as an improvement.
+    // 0.5 never beats 0.4: not even the first check counts as an improvement, so steps 1, 2
+    // and 3 bring wait to the default patience 3.
     FlatValueJob job;
     job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}, {"baseline", "0.4"}});
     JobResult result = job.h.run();
-    EXPECT_EQ(result.global_step, 4);
+    EXPECT_EQ(result.global_step, 3);
     EXPECT_THAT(result.reason, AllOf(HasSubstr("best value none"), HasSubstr("baseline 0.4")));
   }
   {
+    // 0.5 beats 0.6: best at step 1, then wait 3 at step 4.
     FlatValueJob job;
     job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}, {"baseline", "0.6"}});
-    EXPECT_EQ(job.h.run().global_step, 5);
+    EXPECT_EQ(job.h.run().global_step, 4);
   }
 }
 
@@ -121,10 +143,10 @@ TEST(EarlyStopping, ChecksAndFetchesOnlyEveryNSteps) {
   job.h.add("es", "early_stopping",
             {{"monitor", "learning_rate"}, {"patience", "1"}, {"every_n_steps", "2"}});
   JobResult result = job.h.run();
-  // Checks at global steps 2 (best), 4 (wait 1), 6 (wait 2 > 1).
-  EXPECT_EQ(result.global_step, 6);
+  // Checks at global steps 2 (best) and 4 (wait 1 = patience).
+  EXPECT_EQ(result.global_step, 4);
   const auto& seen = job.h.session.fetches_seen;
-  ASSERT_EQ(seen.size(), 6u);
+  ASSERT_EQ(seen.size(), 4u);
   for (std::size_t i = 0; i < seen.size(); ++i)
     EXPECT_EQ(fetched(seen[i], "learning_rate"), i % 2 == 1) << "iteration " << i;
 }
@@ -139,7 +161,7 @@ TEST(EarlyStopping, SavesBestWaitAndTheStopAsHookState) {
   EXPECT_EQ(rt.hook_states().at("es"), "best=0.5\nstopped=0\nwait=1\n");
   while (!rt.should_stop()) rt.run();
   const std::string state = rt.hook_states().at("es");
-  EXPECT_THAT(state, AllOf(HasSubstr("best=0.5\n"), HasSubstr("stopped=1\n"), HasSubstr("wait=4\n"),
+  EXPECT_THAT(state, AllOf(HasSubstr("best=0.5\n"), HasSubstr("stopped=1\n"), HasSubstr("wait=3\n"),
                            HasSubstr("reason='learning_rate' did not improve")));
 }
 
@@ -148,19 +170,20 @@ TEST(EarlyStopping, RestoredStateMakesItStopSooner) {
   job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
   job.h.runtime().restore_hook_states({{"es", "best=0.5\nwait=2\nstopped=0\n"}});
   JobResult result = job.h.run();
-  // 0.5 does not beat the restored best: wait 3, then 4 > patience 3.
+  // 0.5 does not beat the restored best: wait 3 = patience 3 at the first check.
   EXPECT_EQ(result.outcome, Outcome::stopped);
-  EXPECT_EQ(result.global_step, 2);
+  EXPECT_EQ(result.global_step, 1);
   EXPECT_THAT(job.h.log(), HasSubstr("[es] [info] restored state: best 0.5, wait 2"));
 }
 
 TEST(EarlyStopping, RestoredBestIsKeptWhenTheValueIsWorse) {
-  // A best of 0.1 restored from before: 0.5 never improves on it, from the first check on.
+  // A best of 0.1 restored from before: 0.5 does not improve on it, so the first check brings
+  // wait to patience 1.
   FlatValueJob job;
   job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}, {"patience", "1"}});
   job.h.runtime().restore_hook_states({{"es", "best=0.10000000000000001\nwait=0\nstopped=0\n"}});
   JobResult result = job.h.run();
-  EXPECT_EQ(result.global_step, 2);
+  EXPECT_EQ(result.global_step, 1);
   EXPECT_THAT(result.reason, HasSubstr("best value 0.1,"));
 }
 
@@ -168,7 +191,7 @@ TEST(EarlyStopping, AJobItAlreadyStoppedStopsAgainBeforeAnyStep) {
   FlatValueJob job;
   job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
   job.h.runtime().restore_hook_states(
-      {{"es", "best=0.5\nwait=4\nstopped=1\nreason='learning_rate' did not improve\n"}});
+      {{"es", "best=0.5\nwait=3\nstopped=1\nreason='learning_rate' did not improve\n"}});
   JobResult result = job.h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
   EXPECT_EQ(result.steps_run, 0);

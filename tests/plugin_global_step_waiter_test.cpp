@@ -15,12 +15,6 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-long count(const std::string& text, const std::string& what) {
-  long n = 0;
-  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
-}
-
 TEST(GlobalStepWaiter, StartsAtOnceWhenTheStepIsAlreadyReached) {
   PluginHarness h({"global_step_waiter"});
   h.session.step = 5;
@@ -59,7 +53,7 @@ TEST(GlobalStepWaiter, TimeoutFailsTheHookNamingTheStepReached) {
   // The default policy disables the hook; the job itself goes on.
   EXPECT_EQ(result.outcome, Outcome::completed);
   EXPECT_EQ(result.steps_run, 7);
-  EXPECT_EQ(count(h.log(), "Waiting for global step 100 before starting training."), 1);
+  EXPECT_EQ(count_occurrences(h.log(), "Waiting for global step 100 before starting training."), 1);
   EXPECT_THAT(h.log(), AllOf(HasSubstr("hook 'waiter' (plugin 'global_step_waiter'"),
                              HasSubstr("failed in before_run"),
                              HasSubstr("global step 3 did not reach 100 within 0.05 s")));

@@ -10,7 +10,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,13 +23,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-
-std::vector<std::string> lines_of(const fs::path& file) {
-  std::vector<std::string> lines;
-  std::istringstream in(read_file(file));
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // Each row with its wall time replaced by "T", after checking that it has three decimals.
 std::vector<std::string> rows_without_time(const fs::path& file) {

@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,13 +16,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-
-std::vector<std::string> lines_of(const fs::path& file) {
-  std::vector<std::string> lines;
-  std::istringstream in(read_file(file));
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 TEST(LifecycleTrace, InstancesSharingTheDefaultFileInterleaveInCallOrder) {
   PluginHarness h({"lifecycle_trace"});

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,16 +21,6 @@ using ::testing::IsEmpty;
 using ::testing::MatchesRegex;
 using ::testing::Not;
 using ::testing::SizeIs;
-
-// The messages an instance logged at info level, in order.
-std::vector<std::string> info_lines(const std::string& log, const std::string& instance) {
-  const std::string prefix = "[" + instance + "] [info] ";
-  std::vector<std::string> out;
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(prefix, 0) == 0) out.push_back(line.substr(prefix.size()));
-  return out;
-}
 
 bool fetched(const std::vector<std::string>& fetches, const std::string& name) {
   return std::find(fetches.begin(), fetches.end(), name) != fetches.end();

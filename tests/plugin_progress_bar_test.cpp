@@ -21,16 +21,6 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
-// The progress_bar instance's log lines, without the "[progress] [info] " prefix.
-std::vector<std::string> progress_lines(const std::string& log) {
-  std::vector<std::string> out;
-  const std::string prefix = "[progress] [info] ";
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(prefix, 0) == 0) out.push_back(line.substr(prefix.size()));
-  return out;
-}
-
 ::testing::Matcher<const std::string&> Matches(const std::string& pattern) {
   return ::testing::Truly(
       [re = std::regex(pattern)](const std::string& s) { return std::regex_match(s, re); });
@@ -45,7 +35,7 @@ TEST(ProgressBar, LinesShowLabelStepOfTotalPercentageRateAndLoss) {
         {{"mode", "lines"}, {"every_n_secs", "0.000001"}, {"label", "Fitting"}});
   h.run();
   h.finish();
-  const std::vector<std::string> lines = progress_lines(h.log());
+  const std::vector<std::string> lines = info_lines(h.log(), "progress");
   ASSERT_THAT(lines, SizeIs(::testing::Ge(2u)));
   // The first step is always shown.
   EXPECT_THAT(lines[0],
@@ -64,7 +54,7 @@ TEST(ProgressBar, LinesComeNoMoreOftenThanEveryNSecs) {
   h.run();
   h.finish();
   // Only the first step's line (an hour never passes here), then the final line.
-  EXPECT_THAT(progress_lines(h.log()),
+  EXPECT_THAT(info_lines(h.log(), "progress"),
               ::testing::ElementsAre(Matches(std::string(R"(Training 1/20 \(5\.0%\) )") + kRate +
                                              R"( - loss: 10\.0000)"),
                                      "Training completed after 20 steps"));
@@ -80,7 +70,7 @@ TEST(ProgressBar, WithoutATotalShowsACounter) {
         {{"trace", (scratch / "scripted.txt").string()}, {"stop_at_iteration", "4"}});
   h.run();
   h.finish();
-  const std::vector<std::string> lines = progress_lines(h.log());
+  const std::vector<std::string> lines = info_lines(h.log(), "progress");
   ASSERT_THAT(lines, SizeIs(2));
   EXPECT_THAT(lines[0], Matches(std::string(R"(Training 101 \[steps: 1\] )") + kRate +
                                 R"( - loss: 0\.0990)"));
@@ -146,7 +136,7 @@ TEST(ProgressBar, BarModeRedrawsOneLineOnStderr) {
   EXPECT_THAT(draws.back(), Matches(R"(Training 10/10 \[={30}\] - ETA: 0s )" + std::string(kRate) +
                                     R"( - loss: 1\.0000)"));
   // The final line still goes to the log.
-  EXPECT_THAT(progress_lines(h.log()), Contains("Training completed after 10 steps"));
+  EXPECT_THAT(info_lines(h.log(), "progress"), Contains("Training completed after 10 steps"));
 }
 
 TEST(ProgressBar, ShowLossFalseFetchesNothing) {
@@ -156,7 +146,7 @@ TEST(ProgressBar, ShowLossFalseFetchesNothing) {
   h.run();
   h.finish();
   for (const auto& fetches : h.session.fetches_seen) EXPECT_THAT(fetches, IsEmpty());
-  const std::vector<std::string> lines = progress_lines(h.log());
+  const std::vector<std::string> lines = info_lines(h.log(), "progress");
   ASSERT_FALSE(lines.empty());
   EXPECT_THAT(lines[0], Matches(std::string(R"(Training 1/3 \(33\.3%\) )") + kRate));
   EXPECT_THAT(lines, Each(Not(HasSubstr("loss"))));

@@ -20,13 +20,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 class RuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -67,7 +60,7 @@ class RuntimeTest : public ::testing::Test {
   // Trace lines, optionally only those of one instance (without the instance prefix).
   std::vector<std::string> trace(const std::string& instance = {}) const {
     std::vector<std::string> out;
-    for (const auto& line : split_lines(read_file(trace_))) {
+    for (const auto& line : lines_of(trace_)) {
       if (instance.empty()) {
         out.push_back(line);
       } else if (line.rfind(instance + " ", 0) == 0) {
@@ -160,7 +153,33 @@ TEST_F(RuntimeTest, EndIsDeliveredExactlyOnceEvenIfCloseIsCalledTwice) {
   rt_->close();
   rt_.reset();
   EXPECT_EQ(count_calls("a", "end"), 1);
-  EXPECT_THAT(trace("a").back(), AllOf(HasSubstr("outcome=stopped"), HasSubstr("closed by the host")));
+  EXPECT_THAT(calls("a").back(), "destroy");
+  EXPECT_THAT(trace("a").end()[-2],
+              AllOf(HasSubstr("outcome=stopped"), HasSubstr("closed by the host")));
+}
+
+TEST_F(RuntimeTest, DestroyIsCalledExactlyOnceWhateverStateTheHookIsIn) {
+  // Never started: destroyed without begin or end.
+  add("unstarted");
+  rt_.reset();
+  EXPECT_THAT(calls("unstarted"), ElementsAre("destroy"));
+
+  // A hook whose begin failed, one disabled mid-run, and a healthy one, with close() left to the
+  // destructor.
+  make_runtime();
+  add("bad_begin", {{"fail_in", "begin"}});
+  add("bad_step", {{"fail_in", "after_run"}, {"fail_at_iteration", "1"}});
+  add("healthy");
+  ASSERT_TRUE(rt_->start());
+  rt_->run();
+  rt_->run();
+  rt_.reset();
+  EXPECT_THAT(calls("bad_begin"), ElementsAre("begin", "end", "destroy"));
+  EXPECT_THAT(calls("bad_step"),
+              ElementsAre("begin", "after_create_session", "before_run", "after_run", "before_run",
+                          "after_run", "end", "destroy"));
+  EXPECT_EQ(count_calls("healthy", "destroy"), 1);
+  EXPECT_EQ(calls("healthy").back(), "destroy");
 }
 
 // ---- fetches, feeds, values ---------------------------------------------------------------
@@ -325,6 +344,7 @@ TEST_P(FailurePolicyTest, PolicyDecidesWhatHappensAndOthersKeepTheirCalls) {
   for (FailurePolicy policy : {FailurePolicy::disable, FailurePolicy::stop, FailurePolicy::fail}) {
     SCOPED_TRACE(std::string(callback) + (throws ? " throws" : " returns an error") +
                  ", on_error=" + policy_name(policy));
+    rt_.reset();  // the previous runtime's hooks trace their destroy first
     fs::remove(trace_);
     session_ = ScriptedSession();
     session_.end_at = 3;
@@ -431,6 +451,7 @@ TEST_F(RuntimeTest, HookStateIsStoredAndRestoredByInstanceName) {
   ASSERT_EQ(states.count("a"), 1u);
   EXPECT_EQ(states.at("a"), "after_runs=3");
 
+  rt_.reset();
   fs::remove(trace_);
   session_ = ScriptedSession();
   session_.end_at = 1;

@@ -166,7 +166,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   for (const auto& item : planned) {
     if (item.plugin->metadata().id != "checkpoint_saver") continue;
     if (const auto* v = item.params.find("checkpoint_dir"); v && v->is_set && !v->s.empty())
-      p.checkpoint_dir = v->s;
+      p.checkpoint_dir = fs::path(v->s).is_relative() ? p.run_dir / v->s : fs::path(v->s);
     if (const auto* v = item.params.find("basename"); v && v->is_set && !v->s.empty())
       p.checkpoint_basename = v->s;
   }

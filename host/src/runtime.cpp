@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -46,6 +47,12 @@ const char* outcome_name(Outcome outcome) {
 }
 
 namespace {
+
+// The five lifecycle callbacks; an index, so per-call accounting needs no string lookup.
+enum class Callback : size_t { begin, after_create_session, before_run, after_run, end };
+constexpr std::array<const char*, 5> kCallbackNames = {"begin", "after_create_session",
+                                                       "before_run", "after_run", "end"};
+const char* name_of(Callback cb) { return kCallbackNames[static_cast<size_t>(cb)]; }
 
 // Where an instance is in its lifecycle. The runtime checks every call against it.
 enum class HookState { created, begun, in_session, in_step, ended, destroyed };
@@ -110,7 +117,7 @@ struct Slot {
   bool begin_called = false;
   bool disabled = false;
   std::string failure;
-  std::map<std::string, CallStats> stats;
+  std::array<CallStats, kCallbackNames.size()> stats{};
   // This step's request.
   std::vector<std::string> fetches;
   TensorMap feeds;
@@ -138,6 +145,8 @@ struct Runtime::Impl {
   std::string stop_reason;
   std::string failure_reason;
   JobResult result;
+
+  std::vector<hh_tensor> views_buffer;
 
   // This step's merged feeds and who gave them ("the caller" or a hook instance).
   TensorMap merged_feeds;
@@ -170,33 +179,34 @@ struct Runtime::Impl {
   // ---- calling hooks ---------------------------------------------------------------------
 
   template <typename Fn>
-  CallResult timed(Slot& slot, const char* callback, Fn&& fn) {
+  CallResult timed(Slot& slot, Callback callback, Fn&& fn) {
     auto t0 = std::chrono::steady_clock::now();
     CallResult r = fn();
     auto dt = std::chrono::steady_clock::now() - t0;
-    CallStats& st = slot.stats[callback];
+    CallStats& st = slot.stats[static_cast<size_t>(callback)];
     ++st.calls;
     st.total += std::chrono::duration_cast<std::chrono::nanoseconds>(dt);
     st.max = std::max(st.max, std::chrono::duration_cast<std::chrono::nanoseconds>(dt));
     return r;
   }
 
-  void check_state(const Slot& slot, const char* callback, std::initializer_list<HookState> ok) {
+  void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {
     for (HookState s : ok)
       if (slot.state == s) return;
     // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
-    throw std::logic_error("hookhost internal error: " + std::string(callback) + " on hook '" +
+    throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) + " on hook '" +
                            slot.settings.instance_name + "' in state " + state_name(slot.state));
   }
 
-  void handle_result(Slot& slot, const char* callback, const CallResult& r) {
+  void handle_result(Slot& slot, Callback cb, const CallResult& r) {
+    const char* callback = name_of(cb);
     if (r.status == HH_STOP_REQUESTED) {
       request_stop(HH_STOP_CAUSE_HOOK,
                    "hook '" + slot.settings.instance_name + "' requested a stop in " + callback);
       return;
     }
     if (r.ok()) return;
-    ++slot.stats[callback].failures;
+    ++slot.stats[static_cast<size_t>(cb)].failures;
     const std::string what = "hook '" + slot.settings.instance_name + "' (plugin '" +
                              slot.dispatch->plugin_id() + "', " + slot.dispatch->plugin_file() +
                              ") failed in " + callback + " at global step " +
@@ -233,11 +243,11 @@ struct Runtime::Impl {
     for (auto& sp : slots) {
       Slot& slot = *sp;
       if (!active(slot)) continue;
-      check_state(slot, "after_create_session", {HookState::begun, HookState::in_session});
-      CallResult r = timed(slot, "after_create_session",
+      check_state(slot, Callback::after_create_session, {HookState::begun, HookState::in_session});
+      CallResult r = timed(slot, Callback::after_create_session,
                            [&] { return slot.dispatch->after_create_session(info); });
       slot.state = HookState::in_session;
-      handle_result(slot, "after_create_session", r);
+      handle_result(slot, Callback::after_create_session, r);
     }
   }
 
@@ -296,7 +306,7 @@ struct Runtime::Impl {
     for (auto& sp : slots) {
       Slot& slot = *sp;
       if (!active(slot)) continue;
-      check_state(slot, "before_run", {HookState::in_session});
+      check_state(slot, Callback::before_run, {HookState::in_session});
       slot.fetches.clear();
       slot.feeds.clear();
       slot.request_error.clear();
@@ -307,18 +317,18 @@ struct Runtime::Impl {
       builder.c.add_feed = &add_feed;
       builder.owner = this;
       builder.slot = &slot;
-      CallResult r = timed(slot, "before_run", [&] { return slot.dispatch->before_run(ctx, builder.c); });
+      CallResult r = timed(slot, Callback::before_run, [&] { return slot.dispatch->before_run(ctx, builder.c); });
       // The host's own reason for a rejected fetch or feed is more precise than the plugin's.
       if (!slot.request_error.empty()) r = CallResult{HH_ERROR, slot.request_error};
       if (!r.ok()) {
         // A hook that failed in before_run contributes nothing to this step.
         slot.fetches.clear();
         slot.feeds.clear();
-        handle_result(slot, "before_run", r);
+        handle_result(slot, Callback::before_run, r);
         if (failed) return false;
         continue;
       }
-      handle_result(slot, "before_run", r);
+      handle_result(slot, Callback::before_run, r);
       for (const auto& name : slot.fetches)
         if (std::find(all_fetches.begin(), all_fetches.end(), name) == all_fetches.end())
           all_fetches.push_back(name);
@@ -380,8 +390,8 @@ struct Runtime::Impl {
     for (auto& sp : slots) {
       Slot& slot = *sp;
       if (!active(slot) || slot.state != HookState::in_step) continue;
-      std::vector<hh_tensor> views;
-      views.reserve(slot.fetches.size());
+      std::vector<hh_tensor>& views = views_buffer;  // reused: no allocation per hook per step
+      views.clear();
       for (const auto& name : slot.fetches) {
         auto it = values.find(name);
         if (it == values.end()) {
@@ -397,9 +407,9 @@ struct Runtime::Impl {
       rv.count = static_cast<uint32_t>(views.size());
       hh_run_context after_ctx = ctx;
       after_ctx.stop_requested = stop_requested.load() ? 1 : 0;
-      CallResult r = timed(slot, "after_run", [&] { return slot.dispatch->after_run(after_ctx, rv); });
+      CallResult r = timed(slot, Callback::after_run, [&] { return slot.dispatch->after_run(after_ctx, rv); });
       slot.state = HookState::in_session;
-      handle_result(slot, "after_run", r);
+      handle_result(slot, Callback::after_run, r);
     }
   }
 
@@ -436,7 +446,7 @@ struct Runtime::Impl {
     for (auto& sp : slots) {
       Slot& slot = *sp;
       if (!slot.begin_called || slot.state == HookState::ended) continue;
-      check_state(slot, "end", {HookState::begun, HookState::in_session, HookState::in_step});
+      check_state(slot, Callback::end, {HookState::begun, HookState::in_session, HookState::in_step});
       hh_end_info info = job;
       std::string own_reason;
       if (slot.disabled) {
@@ -445,10 +455,10 @@ struct Runtime::Impl {
         info.stop_cause = HH_STOP_CAUSE_NONE;
         info.reason = own_reason.c_str();
       }
-      CallResult r = timed(slot, "end", [&] { return slot.dispatch->end(info); });
+      CallResult r = timed(slot, Callback::end, [&] { return slot.dispatch->end(info); });
       slot.state = HookState::ended;
       if (!r.ok()) {
-        ++slot.stats["end"].failures;
+        ++slot.stats[static_cast<size_t>(Callback::end)].failures;
         log->error("hook '{}' (plugin '{}', {}) failed in end: {}", slot.settings.instance_name,
                    slot.dispatch->plugin_id(), slot.dispatch->plugin_file(), r.message);
         if (slot.failure.empty()) slot.failure = "end failed: " + r.message;
@@ -730,11 +740,11 @@ bool Runtime::start() {
 
   for (auto& sp : m.slots) {
     Slot& slot = *sp;
-    m.check_state(slot, "begin", {HookState::created});
+    m.check_state(slot, Callback::begin, {HookState::created});
     slot.begin_called = true;
-    CallResult r = m.timed(slot, "begin", [&] { return slot.dispatch->begin(); });
+    CallResult r = m.timed(slot, Callback::begin, [&] { return slot.dispatch->begin(); });
     slot.state = HookState::begun;
-    m.handle_result(slot, "begin", r);
+    m.handle_result(slot, Callback::begin, r);
     if (m.failed) return false;
   }
   if (!m.create_session()) return false;
@@ -851,7 +861,7 @@ std::vector<HookReport> Runtime::reports() const {
     r.plugin_file = sp->dispatch->plugin_file();
     r.disabled = sp->disabled;
     r.failure = sp->failure;
-    r.callbacks = sp->stats;
+    for (size_t i = 0; i < kCallbackNames.size(); ++i) r.callbacks[kCallbackNames[i]] = sp->stats[i];
     out.push_back(std::move(r));
   }
   return out;

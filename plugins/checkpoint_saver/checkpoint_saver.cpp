@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <cstring>
 #include <hookhost/hook.hpp>
+#include <hookhost/sdk/text.hpp>
 #include <hookhost/sdk/timer.hpp>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <string>
 
 namespace {
@@ -18,17 +18,15 @@ namespace {
 // MonitoredTrainingSession's default when no frequency is given.
 constexpr double kDefaultSaveSecs = 600.0;
 
-std::string format_number(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
+using hookhost::format_number;
 
 class CheckpointSaver : public hookhost::Hook {
  public:
   explicit CheckpointSaver(const hookhost::CreateContext& ctx)
       : Hook(ctx), basename_(params().get_string("basename")) {
-    if (params().has("checkpoint_dir")) dir_ = params().get_string("checkpoint_dir");
+    // Taken from the run directory like the host's restore does, not from the working directory.
+    if (params().has("checkpoint_dir"))
+      dir_ = host().resolve_path(params().get_string("checkpoint_dir")).string();
     const bool has_steps = params().has("save_steps");
     const bool has_secs = params().has("save_secs");
     if (has_steps) {

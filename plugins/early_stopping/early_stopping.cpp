@@ -1,25 +1,23 @@
 // early_stopping: stops the job cleanly when a monitored tensor stops improving (Keras/Lightning
 // EarlyStopping). Checks after every step that brings the global step to a multiple of
 // `every_n_steps`. A check improves when the value beats the best so far by more than `min_delta`
-// (and beats `baseline`, when set); otherwise `wait` grows, and once `wait` exceeds `patience` the
-// job stops. Its best value, wait and stop decision are saved hook state, so a resumed job goes on
-// counting where it left off, and a job it already stopped stops again at once.
+// (and beats `baseline`, when set); otherwise `wait` grows, and a check without improvement that
+// brings `wait` to `patience` stops the job, as in Keras and Lightning (so patience 0 acts like 1).
+// Its best value, wait and stop decision are saved hook state, so a resumed job goes on counting
+// where it left off, and a job it already stopped stops again at once.
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <hookhost/hook.hpp>
+#include <hookhost/sdk/text.hpp>
 #include <map>
 #include <optional>
 #include <string>
 
 namespace {
 
-std::string format_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+using hookhost::format_number;
 
 // Round-trips a double exactly through the key=value state.
 std::string exact_number(double v) {
@@ -94,7 +92,8 @@ class EarlyStopping : public hookhost::Hook {
   void after_run(const hh_run_context&, const hookhost::RunValues& values) override {
     if (!checking_) return;
     const double value = monitored_value(values);
-    if (improves(value)) {
+    const bool improved = improves(value);
+    if (improved) {
       best_ = value;
       wait_ = 0;
     } else {
@@ -106,7 +105,8 @@ class EarlyStopping : public hookhost::Hook {
     host().debug("check at global step " + std::to_string(host().global_step()) + ": '" + monitor_ +
                  "' = " + format_number(value) + ", best " +
                  (best_ ? format_number(*best_) : "none") + ", wait " + std::to_string(wait_));
-    if (wait_ > patience_) {
+    // Not after an improvement: with patience 0, wait 0 would otherwise stop the job.
+    if (!improved && wait_ >= patience_) {
       stopped_ = true;
       stop_reason_ = "'" + monitor_ + "' did not improve for " + std::to_string(wait_) +
                      " checks (patience " + std::to_string(patience_) + "); best value " +
@@ -164,12 +164,13 @@ class EarlyStopping : public hookhost::Hook {
 
 }  // namespace
 
-#define EARLY_STOPPING_PARAMS(P)                                                                   \
-  P(monitor, STRING, DEFAULT, "loss", "the tensor to watch (the mean, if it is not a scalar)")     \
-  P(mode, STRING, DEFAULT, "min", "min: lower is better; max: higher is better")                   \
-  P(min_delta, FLOAT, DEFAULT, "0", "an improvement must beat the best value by more than this")   \
-  P(patience, INT, DEFAULT, "3", "checks without improvement to tolerate; one more stops the job") \
-  P(every_n_steps, INT, DEFAULT, "1", "check when the global step is a multiple of this")          \
+#define EARLY_STOPPING_PARAMS(P)                                                                 \
+  P(monitor, STRING, DEFAULT, "loss", "the tensor to watch (the mean, if it is not a scalar)")   \
+  P(mode, STRING, DEFAULT, "min", "min: lower is better; max: higher is better")                 \
+  P(min_delta, FLOAT, DEFAULT, "0", "an improvement must beat the best value by more than this") \
+  P(patience, INT, DEFAULT, "3",                                                                 \
+    "checks without improvement after which the job stops (as in Keras and Lightning)")          \
+  P(every_n_steps, INT, DEFAULT, "1", "check when the global step is a multiple of this")        \
   P(baseline, FLOAT, OPTIONAL, "", "an improvement must also beat this value")
 
 HOOKHOST_PLUGIN(EarlyStopping, "early_stopping", "1.0.0",

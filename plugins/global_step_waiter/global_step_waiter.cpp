@@ -6,17 +6,13 @@
 #include <cmath>
 #include <cstdint>
 #include <hookhost/hook.hpp>
-#include <sstream>
+#include <hookhost/sdk/text.hpp>
 #include <string>
 #include <thread>
 
 namespace {
 
-std::string format_number(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
+using hookhost::format_number;
 
 class GlobalStepWaiter : public hookhost::Hook {
  public:

@@ -68,8 +68,7 @@ class HistorySaver : public hookhost::Hook {
                             std::to_string(every_n_steps_));
     if (tensors_.empty())
       throw hookhost::Error("parameter 'tensors' must name at least one tensor");
-    path_ = host().run_dir() / "history.csv";
-    if (params().has("path")) path_ = host().run_dir() / params().get_string("path");
+    path_ = host().resolve_path(params().has("path") ? params().get_string("path") : "history.csv");
     read_existing_file();
     std::error_code ec;
     if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);

@@ -144,8 +144,8 @@ void append_json_tensor(std::string& out, const hookhost::TensorView& view) {
 class LifecycleTrace : public hookhost::Hook {
  public:
   explicit LifecycleTrace(const hookhost::CreateContext& ctx) : Hook(ctx) {
-    fs::path path = host().run_dir() / "trace.jsonl";
-    if (params().has("path")) path = host().run_dir() / params().get_string("path");
+    const fs::path path =
+        host().resolve_path(params().has("path") ? params().get_string("path") : "trace.jsonl");
     if (params().has("fetch")) fetch_ = params().get_string_list("fetch");
     std::error_code ec;
     if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);

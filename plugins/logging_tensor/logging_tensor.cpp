@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <hookhost/hook.hpp>
+#include <hookhost/sdk/text.hpp>
 #include <hookhost/sdk/timer.hpp>
 #include <optional>
 #include <string>
@@ -15,6 +16,8 @@
 #include <vector>
 
 namespace {
+
+using hookhost::format_number;
 
 // A copy of a fetched tensor: views are valid only during after_run, at_end needs them later.
 struct TensorCopy {
@@ -47,9 +50,7 @@ std::string format_element(const TensorCopy& t, std::size_t i) {
   // Integers print exactly; %g would round large steps ("1e+06").
   if (t.dtype == HH_DTYPE_I32 || t.dtype == HH_DTYPE_I64 || t.dtype == HH_DTYPE_U8)
     return std::to_string(static_cast<int64_t>(v));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
+  return format_number(v);
 }
 
 // numpy's summarising rule: past 1000 elements, show 3 items at each edge of every dimension.
@@ -207,12 +208,6 @@ class LoggingTensor : public hookhost::Hook {
   }
 
  private:
-  static std::string format_number(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-  }
-
   std::string log_line(const std::optional<std::pair<double, int64_t>>& elapsed) const {
     auto value_of = [&](const std::string& name) {
       for (std::size_t i = 0; i < tensors_.size(); ++i)

@@ -1,17 +1,13 @@
 // loss_threshold: the lifecycle article's example hook. Fetches the loss every step and stops the
 // job cleanly after the first step whose loss falls below `threshold`.
 #include <cmath>
-#include <cstdio>
 #include <hookhost/hook.hpp>
+#include <hookhost/sdk/text.hpp>
 #include <string>
 
 namespace {
 
-std::string format_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+using hookhost::format_number;
 
 class LossThreshold : public hookhost::Hook {
  public:

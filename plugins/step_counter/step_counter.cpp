@@ -5,31 +5,15 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <hookhost/hook.hpp>
+#include <hookhost/sdk/text.hpp>
 #include <hookhost/sdk/timer.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 
 namespace {
 
-// Numbers in messages as the user wrote them (-1.5, not -1.500000).
-std::string format_number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-// Relative folders belong to the run, like the default. No trailing separator: the host keys its
-// one writer per folder on the path text, and "tb/" and "tb" must share one writer.
-std::string resolve_output_dir(const std::filesystem::path& run_dir, std::filesystem::path dir) {
-  if (dir.empty()) return {};
-  if (dir.is_relative()) dir = run_dir / dir;
-  dir = dir.lexically_normal();
-  if (!dir.has_filename() && dir != dir.root_path()) dir = dir.parent_path();
-  return dir.string();
-}
+using hookhost::format_number;
 
 constexpr int64_t kDefaultEveryNSteps = 100;
 constexpr int kMaxStuckStepWarnings = 5;  // as TensorFlow: warn the first 5 times only
@@ -56,7 +40,8 @@ class StepCounter : public hookhost::Hook {
       timer_ = hookhost::StepTimer::every_steps(steps);
     }
     if (params().has("output_dir")) {
-      output_dir_ = resolve_output_dir(host().run_dir(), params().get_string("output_dir"));
+      // No trailing separator: "tb/" and "tb" must share the host's one writer per folder.
+      output_dir_ = host().resolve_path(params().get_string("output_dir")).string();
       write_summaries_ = true;
     }
     if (params().get_bool("summaries")) write_summaries_ = true;

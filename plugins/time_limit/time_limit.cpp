@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <hookhost/hook.hpp>
+#include <hookhost/sdk/text.hpp>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -16,11 +17,7 @@ namespace {
 
 constexpr char kElapsedKey[] = "elapsed_secs";
 
-std::string format_number(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
+using hookhost::format_number;
 
 std::string format_secs(double secs) {
   std::ostringstream text;
@@ -42,7 +39,7 @@ class TimeLimit : public hookhost::Hook {
       const std::string& file = params().get_string("stop_file");
       if (file.empty()) throw hookhost::Error("invalid stop_file='' (must be a path)");
       // A relative path is relative to the run directory, where an operator looks first.
-      stop_file_ = host().run_dir() / file;
+      stop_file_ = host().resolve_path(file);
     }
   }
 

@@ -95,4 +95,13 @@ class PluginHarness {
   std::unique_ptr<Runtime> runtime_;
 };
 
+// The messages `instance` logged at info level, in order, from a log in the harness's pattern.
+inline std::vector<std::string> info_lines(const std::string& log, const std::string& instance) {
+  const std::string prefix = "[" + instance + "] [info] ";
+  std::vector<std::string> out;
+  for (const std::string& line : lines_of(log))
+    if (line.rfind(prefix, 0) == 0) out.push_back(line.substr(prefix.size()));
+  return out;
+}
+
 }  // namespace hookhost::testing

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace hookhost::testing {
 
@@ -64,6 +65,26 @@ inline std::string read_file(const fs::path& file) {
 inline void write_file(const fs::path& file, const std::string& content) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out << content;
+}
+
+// The lines of `text`, without their '\n'.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The lines of the file at `file` (a std::string argument is text, as above).
+inline std::vector<std::string> lines_of(const fs::path& file) {
+  return lines_of(read_file(file));
+}
+
+// How often `what` occurs in `text`, overlaps included.
+inline long count_occurrences(const std::string& text, const std::string& what) {
+  long n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
 }
 
 }  // namespace hookhost::testing

@@ -146,6 +146,17 @@ class Host {
   void request_stop(const std::string& reason) const { h_->request_stop(h_, reason.c_str()); }
   bool should_stop() const { return h_->should_stop(h_) != 0; }
   std::filesystem::path run_dir() const { return h_->run_dir(h_); }
+  // A path parameter as the plugin should use it: relative paths are taken from run_dir(), the
+  // result is lexically normal without a trailing separator (so "tb/" and "tb" give the same
+  // text, which keys the host's per-folder services); empty stays empty.
+  std::filesystem::path resolve_path(const std::string& path) const {
+    if (path.empty()) return {};
+    std::filesystem::path out(path);
+    if (out.is_relative()) out = run_dir() / out;
+    out = out.lexically_normal();
+    if (!out.has_filename() && out != out.root_path()) out = out.parent_path();
+    return out;
+  }
   void save_state(std::string_view bytes) const {
     if (h_->state_put(h_, bytes.data(), bytes.size()) != HH_OK) throw Error("state_put failed");
   }
