@@ -137,6 +137,17 @@ TEST_F(CliTest, ListShowsBuiltinsAndRejectedFilesWithReasons) {
   EXPECT_THAT(r.out, HasSubstr("ELF"));
 }
 
+TEST_F(CliTest, PluginFoldersComeFromTheEnvironmentToo) {
+  fs::path extra = dir_ / "from_env";
+  fs::create_directory(extra);
+  copy_plugin(fixture_plugin("good_cxx"), extra);
+  ProcessResult r = run_hookhost({"plugins", "list"}, dir_.path(),
+                                 {"HOOKHOST_PLUGIN_PATH=" + extra.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("good_cxx.so"), HasSubstr("stop_at_step")));
+  EXPECT_THAT(run({"plugins", "list"}).out, Not(HasSubstr("good_cxx.so")));
+}
+
 TEST_F(CliTest, DescribeShowsTheSchema) {
   ProcessResult r = run({"plugins", "describe", "stop_at_step"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -211,6 +222,42 @@ TEST_F(CliTest, InjectedErrorFailsTheJobWithStatus1) {
   // end() was still delivered, and the checkpoint saver wrote its final checkpoint.
   EXPECT_EQ(trace_calls(trace, "end"), 1);
   EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints").back(), 7);
+}
+
+TEST_F(CliTest, ResumeSkipsACorruptNewestCheckpoint) {
+  fs::path file = config(kTrainingJob);
+  ASSERT_EQ(run({"run", "--config", file.string()}).exit_code, 0);
+  // Flip one byte in the middle of the newest checkpoint (step 20).
+  const fs::path newest = run_dir() / "checkpoints" / "model.ckpt-20";
+  std::string bytes = read_file(newest);
+  ASSERT_GT(bytes.size(), 20u);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  write_file(newest, bytes);
+  ProcessResult r = run({"run", "--config", file.string(), "--set", "workload.epochs=6"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, AllOf(HasSubstr("skipping a corrupt checkpoint"), HasSubstr("model.ckpt-20"),
+                           HasSubstr("checksum mismatch"), HasSubstr("model.ckpt-15 at global step 15")));
+  EXPECT_THAT(r.out, HasSubstr("global step 15 -> 24"));
+  std::vector<long> rows = history_steps(run_dir() / "history.csv");
+  EXPECT_EQ(rows.size(), 24u);
+  EXPECT_EQ(rows.back(), 24);
+}
+
+TEST_F(CliTest, FreshMovesThePreviousRunAsideAndStartsOver) {
+  fs::path file = config(kTrainingJob);
+  ASSERT_EQ(run({"run", "--config", file.string()}).exit_code, 0);
+  ProcessResult r = run({"run", "--config", file.string(), "--fresh"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, AllOf(HasSubstr("--fresh: moved the previous run to"), Not(HasSubstr("resuming"))));
+  EXPECT_THAT(r.out, HasSubstr("global step 0 -> 20"));
+  int moved = 0;
+  for (const auto& e : fs::directory_iterator(dir_.path()))
+    if (e.path().filename().string().rfind("run.old-", 0) == 0) {
+      ++moved;
+      EXPECT_TRUE(fs::exists(e.path() / "checkpoints" / "model.ckpt-20"));
+    }
+  EXPECT_EQ(moved, 1);
+  EXPECT_EQ(history_steps(run_dir() / "history.csv").size(), 20u);
 }
 
 const char* const kEndlessJob = R"([run]
