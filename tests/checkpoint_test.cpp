@@ -197,6 +197,36 @@ TEST(Checkpoint, NeverDeletesTheCheckpointJustWritten) {
   EXPECT_TRUE(fs::exists(dir / "model.ckpt-5"));
 }
 
+TEST(Checkpoint, OtherFilesInTheFolderAreNeitherCountedNorDeleted) {
+  TempDir dir;
+  // An event file whose hostname ends in -<digits> (a Kubernetes pod) and another basename.
+  write_file(dir / "events.out.tfevents.1500000000.trainer-0", "events");
+  write_file(dir / "other.ckpt-50", "x");
+  for (int64_t step : {1, 2, 3}) write_checkpoint(dir.path(), "model.ckpt", sample(step), 2);
+  EXPECT_TRUE(fs::exists(dir / "events.out.tfevents.1500000000.trainer-0"));
+  EXPECT_TRUE(fs::exists(dir / "other.ckpt-50"));
+  EXPECT_FALSE(fs::exists(dir / "model.ckpt-1"));
+  EXPECT_EQ(read_file(dir / "checkpoint"),
+            "model_checkpoint_path: \"model.ckpt-3\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-2\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-3\"\n");
+  auto restored = restore_latest_checkpoint(dir.path(), "model.ckpt");
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->checkpoint.global_step, 3);
+  EXPECT_THAT(restored->skipped, IsEmpty());
+}
+
+TEST(Checkpoint, IndexListsACheckpointWrittenAfterARollback) {
+  TempDir dir;
+  for (int64_t step : {6, 7}) write_checkpoint(dir.path(), "model.ckpt", sample(step), 2);
+  write_checkpoint(dir.path(), "model.ckpt", sample(3), 2);
+  EXPECT_EQ(read_file(dir / "checkpoint"),
+            "model_checkpoint_path: \"model.ckpt-3\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-3\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-6\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-7\"\n");
+}
+
 TEST(Checkpoint, SavingTheSameStepAgainReplacesTheFile) {
   TempDir dir;
   write_checkpoint(dir.path(), "model.ckpt", sample(4), 0);
