@@ -62,8 +62,8 @@ std::shared_ptr<const LoadedPlugin> noop_plugin() {
 
 std::unique_ptr<Runtime> make_runtime(CountingSession& session, int hooks, bool fetch) {
   RuntimeOptions options;
-  options.logger = std::make_shared<spdlog::logger>(
-      "bench", std::make_shared<spdlog::sinks::null_sink_mt>());
+  options.logger =
+      std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
   auto rt = std::make_unique<Runtime>(session, options);
   for (int i = 0; i < hooks; ++i) {
     std::multimap<std::string, std::string> raw{{"fetch", fetch ? "true" : "false"}};
@@ -93,8 +93,13 @@ void BM_RuntimeStep(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(rt->run(fetches));
   state.counters["hooks"] = static_cast<double>(state.range(0));
 }
-BENCHMARK(BM_RuntimeStep)->ArgNames({"hooks", "fetch"})->Args({0, 0})->Args({1, 0})->Args({5, 0})
-    ->Args({5, 1})->Args({20, 1});
+BENCHMARK(BM_RuntimeStep)
+    ->ArgNames({"hooks", "fetch"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({5, 0})
+    ->Args({5, 1})
+    ->Args({20, 1});
 
 // Reading a plugin's note (what listing costs per file), against nothing to compare but itself.
 void BM_DiscoverOnePlugin(benchmark::State& state) {
@@ -108,7 +113,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const auto& run : runs)
-      if (run.run_type == Run::RT_Iteration) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+      if (run.run_type == Run::RT_Iteration)
+        times_[run.benchmark_name()] = run.GetAdjustedRealTime();
   }
   void Finalize() override {
     ConsoleReporter::Finalize();

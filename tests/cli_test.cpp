@@ -31,7 +31,8 @@ std::vector<long> checkpoint_steps(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string name = e.path().filename().string();
-    if (std::regex_match(name, m, std::regex(R"(model\.ckpt-(\d+))"))) steps.push_back(std::stol(m[1]));
+    if (std::regex_match(name, m, std::regex(R"(model\.ckpt-(\d+))")))
+      steps.push_back(std::stol(m[1]));
   }
   std::sort(steps.begin(), steps.end());
   return steps;
@@ -53,7 +54,9 @@ class CliTest : public ::testing::Test {
     write_file(file, text);
     return file;
   }
-  ProcessResult run(const std::vector<std::string>& args) { return run_hookhost(args, dir_.path()); }
+  ProcessResult run(const std::vector<std::string>& args) {
+    return run_hookhost(args, dir_.path());
+  }
   fs::path run_dir() const { return dir_ / "run"; }
 
   TempDir dir_;
@@ -107,7 +110,8 @@ TEST_F(CliTest, EveryConfigMistakeStopsBeforeAnythingRuns) {
       {"duplicate instance",
        "[hook.a]\nplugin = stop_at_step\nlast_step = 1\n[hook.a]\nplugin = stop_at_step\n",
        {"job.ini:4", "[hook.a] appears twice"}},
-      {"unknown workload key", "[workload]\nbatch_sise = 4\n",
+      {"unknown workload key",
+       "[workload]\nbatch_sise = 4\n",
        {"job.ini:2", "[workload] batch_sise", "unknown parameter 'batch_sise'"}},
       {"bad run key", "[run]\non_error = explode\n", {"job.ini:2", "disable, stop or fail"}},
   };
@@ -141,8 +145,8 @@ TEST_F(CliTest, PluginFoldersComeFromTheEnvironmentToo) {
   fs::path extra = dir_ / "from_env";
   fs::create_directory(extra);
   copy_plugin(fixture_plugin("good_cxx"), extra);
-  ProcessResult r = run_hookhost({"plugins", "list"}, dir_.path(),
-                                 {"HOOKHOST_PLUGIN_PATH=" + extra.string()});
+  ProcessResult r =
+      run_hookhost({"plugins", "list"}, dir_.path(), {"HOOKHOST_PLUGIN_PATH=" + extra.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("good_cxx.so"), HasSubstr("stop_at_step")));
   EXPECT_THAT(run({"plugins", "list"}).out, Not(HasSubstr("good_cxx.so")));
@@ -185,8 +189,8 @@ order = 100
 TEST_F(CliTest, FullRunWritesCheckpointsHistoryAndSummary) {
   ProcessResult r = run({"run", "--config", config(kTrainingJob).string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, AllOf(HasSubstr("job completed"), HasSubstr("20 run"),
-                           HasSubstr("steps/s"), HasSubstr("after_run"), HasSubstr("history")));
+  EXPECT_THAT(r.out, AllOf(HasSubstr("job completed"), HasSubstr("20 run"), HasSubstr("steps/s"),
+                           HasSubstr("after_run"), HasSubstr("history")));
   EXPECT_THAT(r.err, AllOf(HasSubstr("hook order: trace (order 0), history (order 0), "
                                      "checkpoints (order 100)"),
                            HasSubstr("[workload] name = linreg")));
@@ -235,8 +239,9 @@ TEST_F(CliTest, ResumeSkipsACorruptNewestCheckpoint) {
   write_file(newest, bytes);
   ProcessResult r = run({"run", "--config", file.string(), "--set", "workload.epochs=6"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, AllOf(HasSubstr("skipping a corrupt checkpoint"), HasSubstr("model.ckpt-20"),
-                           HasSubstr("checksum mismatch"), HasSubstr("model.ckpt-15 at global step 15")));
+  EXPECT_THAT(r.err,
+              AllOf(HasSubstr("skipping a corrupt checkpoint"), HasSubstr("model.ckpt-20"),
+                    HasSubstr("checksum mismatch"), HasSubstr("model.ckpt-15 at global step 15")));
   EXPECT_THAT(r.out, HasSubstr("global step 15 -> 24"));
   std::vector<long> rows = history_steps(run_dir() / "history.csv");
   EXPECT_EQ(rows.size(), 24u);
@@ -248,7 +253,8 @@ TEST_F(CliTest, FreshMovesThePreviousRunAsideAndStartsOver) {
   ASSERT_EQ(run({"run", "--config", file.string()}).exit_code, 0);
   ProcessResult r = run({"run", "--config", file.string(), "--fresh"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, AllOf(HasSubstr("--fresh: moved the previous run to"), Not(HasSubstr("resuming"))));
+  EXPECT_THAT(r.err,
+              AllOf(HasSubstr("--fresh: moved the previous run to"), Not(HasSubstr("resuming"))));
   EXPECT_THAT(r.out, HasSubstr("global step 0 -> 20"));
   int moved = 0;
   for (const auto& e : fs::directory_iterator(dir_.path()))
@@ -291,9 +297,8 @@ TEST_F(CliTest, KilledJobResumesFromItsLastCheckpointWithoutDuplicatingHistory) 
   }
   const long killed_at = checkpoint_steps(run_dir() / "checkpoints").back();
   const long last = killed_at + 120;
-  ProcessResult r = run({"run", "--config", file.string(), "--set",
-                         "hook.stop.plugin=stop_at_step", "--set",
-                         "hook.stop.last_step=" + std::to_string(last)});
+  ProcessResult r = run({"run", "--config", file.string(), "--set", "hook.stop.plugin=stop_at_step",
+                         "--set", "hook.stop.last_step=" + std::to_string(last)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("resuming from"));
   EXPECT_THAT(r.out, HasSubstr("-> " + std::to_string(last)));

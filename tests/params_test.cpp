@@ -85,8 +85,8 @@ TEST(Params, WrongTypeSaysWhatWasExpected) {
 }
 
 TEST(Params, MissingRequiredNamesTheKey) {
-  EXPECT_THAT(error_of({}), AllOf(HasSubstr("required parameter 'path'"),
-                                  HasSubstr("where to write")));
+  EXPECT_THAT(error_of({}),
+              AllOf(HasSubstr("required parameter 'path'"), HasSubstr("where to write")));
 }
 
 TEST(Params, ScalarGivenTwiceIsAnError) {

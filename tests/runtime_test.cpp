@@ -102,22 +102,22 @@ TEST_F(RuntimeTest, CallsEveryHookInLifecycleOrder) {
   EXPECT_EQ(result.steps_run, 3);
   std::vector<std::string> order;
   for (const auto& line : trace()) order.push_back(line.substr(0, line.find(' ', 2)));
-  EXPECT_THAT(order, ElementsAre("a begin", "b begin", "a after_create_session",
-                                 "b after_create_session", "a before_run", "b before_run",
-                                 "a after_run", "b after_run", "a before_run", "b before_run",
-                                 "a after_run", "b after_run", "a before_run", "b before_run",
-                                 "a after_run", "b after_run",
-                                 // the fourth step hits end of data: no after_run for it
-                                 "a before_run", "b before_run", "a end", "b end"));
+  EXPECT_THAT(order,
+              ElementsAre("a begin", "b begin", "a after_create_session", "b after_create_session",
+                          "a before_run", "b before_run", "a after_run", "b after_run",
+                          "a before_run", "b before_run", "a after_run", "b after_run",
+                          "a before_run", "b before_run", "a after_run", "b after_run",
+                          // the fourth step hits end of data: no after_run for it
+                          "a before_run", "b before_run", "a end", "b end"));
   EXPECT_THAT(trace("a").back(), AllOf(HasSubstr("outcome=completed"), HasSubstr("end of data")));
 }
 
 TEST_F(RuntimeTest, PureCPluginIsDrivenLikeAnyOther) {
   add("c", {{"fetch", "loss"}}, 0, FailurePolicy::disable, c_recorder_);
   EXPECT_EQ(rt_->run_to_end().outcome, Outcome::completed);
-  EXPECT_THAT(calls("c"), ElementsAre("begin", "after_create_session", "before_run", "after_run",
-                                      "before_run", "after_run", "before_run", "after_run",
-                                      "before_run", "end"));
+  EXPECT_THAT(calls("c"),
+              ElementsAre("begin", "after_create_session", "before_run", "after_run", "before_run",
+                          "after_run", "before_run", "after_run", "before_run", "end"));
   EXPECT_THAT(trace("c")[3], HasSubstr("values=loss:10"));
   EXPECT_THAT(trace("c")[7], HasSubstr("values=loss:3.33333"));
 }
@@ -129,7 +129,8 @@ TEST_F(RuntimeTest, ExplicitOrderWinsAndTiesKeepConfigurationOrder) {
   add("middle", {}, 0);
   ASSERT_TRUE(rt_->start());
   EXPECT_THAT(rt_->hook_order(), ElementsAre("first", "middle", "late", "late_too"));
-  EXPECT_THAT(log_.str(), HasSubstr("hook order: first (order -1), middle (order 0), late (order 5)"));
+  EXPECT_THAT(log_.str(),
+              HasSubstr("hook order: first (order -1), middle (order 0), late (order 5)"));
   std::vector<std::string> begins;
   for (const auto& line : trace())
     if (line.find(" begin ") != std::string::npos) begins.push_back(line.substr(0, line.find(' ')));
@@ -278,8 +279,8 @@ TEST_F(RuntimeTest, StopRequestedInBeforeRunStillRunsTheStep) {
   JobResult result = rt_->run_to_end();
   EXPECT_EQ(result.outcome, Outcome::stopped);
   EXPECT_EQ(result.steps_run, 1);
-  EXPECT_THAT(calls("other"), ElementsAre("begin", "after_create_session", "before_run",
-                                          "after_run", "end"));
+  EXPECT_THAT(calls("other"),
+              ElementsAre("begin", "after_create_session", "before_run", "after_run", "end"));
 }
 
 TEST_F(RuntimeTest, HostRequestStopCarriesCauseToEveryHook) {
@@ -303,11 +304,10 @@ TEST_F(RuntimeTest, RecoverableErrorRecreatesSessionAndRetriesTheStep) {
   EXPECT_EQ(result.steps_run, 3);
   EXPECT_THAT(session_.creations, ElementsAre(1, 2));
   EXPECT_EQ(recoveries_, 1);
-  EXPECT_THAT(calls("a"),
-              ElementsAre("begin", "after_create_session", "before_run", "after_run",
-                          "before_run",  // the aborted attempt: no after_run
-                          "after_create_session", "before_run", "after_run", "before_run",
-                          "after_run", "before_run", "end"));
+  EXPECT_THAT(calls("a"), ElementsAre("begin", "after_create_session", "before_run", "after_run",
+                                      "before_run",  // the aborted attempt: no after_run
+                                      "after_create_session", "before_run", "after_run",
+                                      "before_run", "after_run", "before_run", "end"));
   EXPECT_THAT(trace("a")[5], HasSubstr("creation=2"));
 }
 
@@ -364,8 +364,8 @@ TEST_P(FailurePolicyTest, PolicyDecidesWhatHappensAndOthersKeepTheirCalls) {
     ASSERT_NE(failed_at, bad.end());
     if (!in_end) {
       EXPECT_THAT(std::vector<std::string>(failed_at + 1, bad.end()), ElementsAre("end"));
-      EXPECT_THAT(trace("bad").back(), AllOf(HasSubstr("outcome=failed"),
-                                             HasSubstr(std::string(callback) + " failed")));
+      EXPECT_THAT(trace("bad").back(),
+                  AllOf(HasSubstr("outcome=failed"), HasSubstr(std::string(callback) + " failed")));
     }
     EXPECT_EQ(std::count(bad.begin(), bad.end(), "end"), 1);
 
@@ -382,8 +382,8 @@ TEST_P(FailurePolicyTest, PolicyDecidesWhatHappensAndOthersKeepTheirCalls) {
     if (expected == Outcome::completed) {
       EXPECT_EQ(std::count(good.begin(), good.end(), "after_run"), 3);
     }
-    EXPECT_THAT(log_.str(), AllOf(HasSubstr("hook 'bad'"), HasSubstr("failed in " +
-                                                                     std::string(callback))));
+    EXPECT_THAT(log_.str(),
+                AllOf(HasSubstr("hook 'bad'"), HasSubstr("failed in " + std::string(callback))));
     EXPECT_THAT(log_.str(), HasSubstr(throws ? "scripted.so" : "c_recorder.so"));
     EXPECT_THAT(log_.str(), HasSubstr(throws ? "scripted failure in" : "c_recorder failing in"));
   }

@@ -3,17 +3,17 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <boost/program_options.hpp>
 
+#include <hookhost/version.h>
 #include <atomic>
 #include <cstdio>
 #include <hookhost/host/config.hpp>
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
-#include <hookhost/version.h>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -26,7 +26,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
-const char* const kMainHelp = R"(hookhost )" HOOKHOST_VERSION_STRING R"( - a plugin host for training-loop hooks
+const char* const kMainHelp =
+    R"(hookhost )" HOOKHOST_VERSION_STRING R"( - a plugin host for training-loop hooks
 
 Usage:
   hookhost run [--config FILE] [options]     run a training job with hooks
@@ -94,7 +95,9 @@ int usage_error(const std::string& message, const char* command) {
   return kExitUsage;
 }
 
-std::vector<fs::path> to_paths(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+std::vector<fs::path> to_paths(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
 
 // ---- hookhost run -------------------------------------------------------------------------------
 
@@ -203,9 +206,10 @@ int cmd_plugins(const std::vector<std::string>& args) {
   std::vector<std::string> words;
   if (vm.count("words")) words = vm["words"].as<std::vector<std::string>>();
   if (vm.count("help") || words.empty()) {
-    std::cout << desc << "\nExamples:\n  hookhost plugins list\n"
-                         "  hookhost plugins list --plugin-dir ./my-plugins\n"
-                         "  hookhost plugins describe stop_at_step\n";
+    std::cout << desc
+              << "\nExamples:\n  hookhost plugins list\n"
+                 "  hookhost plugins list --plugin-dir ./my-plugins\n"
+                 "  hookhost plugins describe stop_at_step\n";
     return words.empty() && !vm.count("help") ? kExitUsage : kExitOk;
   }
   std::vector<fs::path> first;
@@ -247,12 +251,12 @@ int cmd_plugins(const std::vector<std::string>& args) {
       std::printf("  %-18s %-12s %-12s %s\n", param.name.c_str(),
                   param_type_name(param.type).c_str(), flag_text(param).c_str(),
                   param.help.c_str());
-    std::printf("\nCommon keys in every [hook.NAME] section: plugin (default NAME), enabled "
-                "(true), order (0), on_error (disable|stop|fail).\n\nExample:\n  [hook.%s]\n",
-                m.id.c_str());
+    std::printf(
+        "\nCommon keys in every [hook.NAME] section: plugin (default NAME), enabled "
+        "(true), order (0), on_error (disable|stop|fail).\n\nExample:\n  [hook.%s]\n",
+        m.id.c_str());
     for (const auto& param : m.params)
-      if (param.flag == ParamFlag::required)
-        std::printf("  %s = ...\n", param.name.c_str());
+      if (param.flag == ParamFlag::required) std::printf("  %s = ...\n", param.name.c_str());
     return kExitOk;
   }
   return usage_error("unknown 'plugins' command '" + words[0] + "' (expected list or describe ID)",

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <cctype>
 #include <sstream>
 #include <stdexcept>
 
@@ -54,8 +54,8 @@ class Reader {
   void need(uint64_t n) {
     if (n > data_.size() - pos_)
       throw std::runtime_error(file_.string() + ": truncated checkpoint (needs " +
-                               std::to_string(n) + " more bytes at offset " +
-                               std::to_string(pos_) + ")");
+                               std::to_string(n) + " more bytes at offset " + std::to_string(pos_) +
+                               ")");
   }
   std::string_view data_;
   const fs::path& file_;
@@ -77,7 +77,8 @@ void fsync_dir(const fs::path& dir) {
 // Writes `content` to `target` so that a reader sees either the old file or the whole new one.
 void write_atomically(const fs::path& target, const std::string& content) {
   const fs::path dir = target.parent_path();
-  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const fs::path tmp =
+      dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw io_error("cannot create", tmp);
   size_t done = 0;
@@ -151,7 +152,9 @@ fs::path write_checkpoint(const fs::path& dir, const std::string& basename,
                           const Checkpoint& checkpoint, uint32_t max_to_keep) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error("cannot create checkpoint folder " + dir.string() + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot create checkpoint folder " + dir.string() + ": " +
+                             ec.message());
   const fs::path file = dir / (basename + "-" + std::to_string(checkpoint.global_step));
   write_atomically(file, encode(checkpoint));
 
@@ -223,7 +226,7 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir, const std::string& b
 }
 
 std::optional<RestoredCheckpoint> restore_latest_checkpoint(const fs::path& dir,
-                                                           const std::string& basename) {
+                                                            const std::string& basename) {
   RestoredCheckpoint restored;
   for (const auto& file : list_checkpoints(dir, basename)) {
     try {

@@ -26,8 +26,8 @@ std::string JobConfig::where(const HookConfig& hook, const std::string& key) con
 
 std::string JobConfig::where_workload(const std::string& key) const {
   auto it = workload_sources.find(key);
-  std::string origin = it != workload_sources.end() ? it->second.describe()
-                                                    : (file ? file->string() : "(default)");
+  std::string origin =
+      it != workload_sources.end() ? it->second.describe() : (file ? file->string() : "(default)");
   return origin + ": [workload]" + (key.empty() ? "" : " " + key) + ": ";
 }
 
@@ -50,8 +50,8 @@ std::string trim(const std::string& s) {
 // Line numbers for sections and keys: Boost's parser reports values, not where they were. Also
 // catches what the parser would merge silently (a section given twice) or reject without a line.
 struct LineIndex {
-  std::map<std::string, int> section_line;                 // "hook.a" -> line
-  std::map<std::string, std::vector<int>> key_lines;       // "hook.a.k" -> lines, in order
+  std::map<std::string, int> section_line;            // "hook.a" -> line
+  std::map<std::string, std::vector<int>> key_lines;  // "hook.a.k" -> lines, in order
 };
 
 LineIndex index_lines(const std::string& text, const std::string& file) {
@@ -134,9 +134,8 @@ std::vector<Entry> read_file_entries(const fs::path& file) {
       entries.push_back(Entry{section, "", "", ConfigSource{file.string(), line},
                               ConfigSource{file.string(), line}});
   }
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.source.line < b.source.line;
-  });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.source.line < b.source.line; });
   return entries;
 }
 
@@ -149,7 +148,8 @@ Entry parse_override(const std::string& text) {
                       ": expected SECTION.KEY=VALUE, e.g. --set hook.progress.every_n_secs=1 or "
                       "--set run.log_level=debug");
   const ConfigSource source{"--set " + text, 0};
-  return Entry{path.substr(0, dot), path.substr(dot + 1), trim(text.substr(eq + 1)), source, source};
+  return Entry{path.substr(0, dot), path.substr(dot + 1), trim(text.substr(eq + 1)), source,
+               source};
 }
 
 std::optional<bool> parse_bool(const std::string& v) {
@@ -176,11 +176,10 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
   for (const auto& text : overrides) {
     Entry e = parse_override(text);
     // An override replaces every value the file gave for that key.
-    entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                 [&](const Entry& x) {
-                                   return x.section == e.section && x.key == e.key;
-                                 }),
-                  entries.end());
+    entries.erase(
+        std::remove_if(entries.begin(), entries.end(),
+                       [&](const Entry& x) { return x.section == e.section && x.key == e.key; }),
+        entries.end());
     entries.push_back(std::move(e));
   }
 
@@ -197,11 +196,13 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
         if (e.value.empty()) throw ConfigError(at + "must not be empty", e.key);
         cfg.run_dir = e.value;
       } else if (e.key == "log_level") {
-        static const std::set<std::string> levels{"trace", "debug", "info", "warn",
+        static const std::set<std::string> levels{"trace", "debug",    "info", "warn",
                                                   "error", "critical", "off"};
         if (!levels.count(e.value))
-          throw ConfigError(at + "expected one of trace, debug, info, warn, error, critical, off; "
-                                 "got '" + e.value + "'",
+          throw ConfigError(at +
+                                "expected one of trace, debug, info, warn, error, critical, off; "
+                                "got '" +
+                                e.value + "'",
                             e.key);
         cfg.log_level = e.value;
       } else if (e.key == "on_error") {

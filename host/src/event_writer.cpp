@@ -99,7 +99,8 @@ std::string encode_session_log_event(double wall_time, int64_t step, int status,
 EventFileWriter::EventFileWriter(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error("cannot create summary folder " + dir.string() + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot create summary folder " + dir.string() + ": " + ec.message());
   const double created = now_seconds();
   char stamp[32];
   std::snprintf(stamp, sizeof stamp, "%010lld", static_cast<long long>(std::floor(created)));

@@ -1,7 +1,7 @@
 #include "hookhost/host/job.hpp"
 
-#include <boost/dll/runtime_symbol_info.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/dll/runtime_symbol_info.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -113,7 +113,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   // Plugins: discovered is not enabled; only configured hooks are loaded.
   const std::vector<fs::path> dirs = plugin_search_path(p.options.plugin_dirs, cfg.plugin_dirs);
   DiscoveryResult found = discover_plugins(dirs);
-  for (const auto& r : found.rejected) log.debug("not a usable plugin: {}: {}", r.file.string(), r.reason);
+  for (const auto& r : found.rejected)
+    log.debug("not a usable plugin: {}: {}", r.file.string(), r.reason);
 
   struct Planned {
     const HookConfig* hook;
@@ -158,8 +159,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   std::error_code ec;
   fs::create_directories(p.run_dir, ec);
   if (ec)
-    throw ConfigError(config_name + ": run_dir " + p.run_dir.string() + " cannot be created: " +
-                      ec.message());
+    throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
+                      " cannot be created: " + ec.message());
   p.run_dir = fs::canonical(p.run_dir);
   p.checkpoint_dir = p.run_dir / "checkpoints";
   p.checkpoint_basename = "model.ckpt";
@@ -176,7 +177,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   ro.logger = p.log;
   ro.on_recover = [dir = p.checkpoint_dir, basename = p.checkpoint_basename](Runtime& rt) {
     // The recreated session continues from the newest checkpoint, as TensorFlow's does.
-    if (auto restored = restore_latest_checkpoint(dir, basename); restored && !restored->file.empty())
+    if (auto restored = restore_latest_checkpoint(dir, basename);
+        restored && !restored->file.empty())
       rt.session().restore_state(restored->checkpoint.workload_state);
   };
   p.runtime = std::make_unique<Runtime>(*p.session, ro);
@@ -192,8 +194,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
 
   // The effective configuration, every default filled in.
   log.info("configuration: {}", config_name);
-  log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", p.run_dir.string(),
-           cfg.log_level, policy_name(cfg.on_error));
+  log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", p.run_dir.string(), cfg.log_level,
+           policy_name(cfg.on_error));
   std::string dir_text;
   for (const auto& d : dirs) dir_text += (dir_text.empty() ? "" : ", ") + d.string();
   log.info("  [run] plugin folders: {}", dir_text);
@@ -203,9 +205,9 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   log.info("  [workload] {}", wl);
   for (const auto& item : planned) {
     std::string line = "plugin = " + item.plugin->metadata().id + " (" +
-                       item.plugin->file().string() + "), order = " +
-                       std::to_string(item.hook->order) + ", on_error = " +
-                       policy_name(item.hook->on_error.value_or(cfg.on_error));
+                       item.plugin->file().string() +
+                       "), order = " + std::to_string(item.hook->order) +
+                       ", on_error = " + policy_name(item.hook->on_error.value_or(cfg.on_error));
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + v.spec.name + " = " + v.text;
     log.info("  [hook.{}] {}", item.hook->name, line);
@@ -213,7 +215,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
 
   // Resume from the newest valid checkpoint.
   if (auto restored = restore_latest_checkpoint(p.checkpoint_dir, p.checkpoint_basename)) {
-    for (const auto& skipped : restored->skipped) log.warn("skipping a corrupt checkpoint: {}", skipped);
+    for (const auto& skipped : restored->skipped)
+      log.warn("skipping a corrupt checkpoint: {}", skipped);
     if (!restored->file.empty()) {
       p.session->restore_state(restored->checkpoint.workload_state);
       p.runtime->restore_hook_states(restored->checkpoint.hook_states);
@@ -245,9 +248,13 @@ JobResult Job::run(const std::atomic<int>& signal_number) {
   return result;
 }
 
-std::vector<HookReport> Job::reports() const { return parts_->runtime->reports(); }
+std::vector<HookReport> Job::reports() const {
+  return parts_->runtime->reports();
+}
 
-const fs::path& Job::run_dir() const { return parts_->run_dir; }
+const fs::path& Job::run_dir() const {
+  return parts_->run_dir;
+}
 
 std::string format_summary(const JobResult& result, const std::vector<HookReport>& reports,
                            std::chrono::duration<double> wall_time, int64_t first_step) {

@@ -106,9 +106,9 @@ ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& i
   po::parsed_options parsed(&desc);
   for (const auto& [key, text] : raw) {
     if (!plugin.find_param(key))
-      throw ConfigError(where + ": unknown parameter '" + key + "' (this plugin takes: " +
-                            known_keys(plugin) + "; see 'hookhost plugins describe " + plugin.id +
-                            "')",
+      throw ConfigError(where + ": unknown parameter '" + key +
+                            "' (this plugin takes: " + known_keys(plugin) +
+                            "; see 'hookhost plugins describe " + plugin.id + "')",
                         key);
     parsed.options.emplace_back(key, std::vector<std::string>{text});
   }

@@ -52,7 +52,9 @@ namespace {
 enum class Callback : size_t { begin, after_create_session, before_run, after_run, end };
 constexpr std::array<const char*, 5> kCallbackNames = {"begin", "after_create_session",
                                                        "before_run", "after_run", "end"};
-const char* name_of(Callback cb) { return kCallbackNames[static_cast<size_t>(cb)]; }
+const char* name_of(Callback cb) {
+  return kCallbackNames[static_cast<size_t>(cb)];
+}
 
 // Where an instance is in its lifecycle. The runtime checks every call against it.
 enum class HookState { created, begun, in_session, in_step, ended, destroyed };
@@ -83,8 +85,6 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 }  // namespace
-
-
 
 // The services one instance sees through hh_host.
 struct HostServices {
@@ -194,8 +194,9 @@ struct Runtime::Impl {
     for (HookState s : ok)
       if (slot.state == s) return;
     // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
-    throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) + " on hook '" +
-                           slot.settings.instance_name + "' in state " + state_name(slot.state));
+    throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) +
+                           " on hook '" + slot.settings.instance_name + "' in state " +
+                           state_name(slot.state));
   }
 
   void handle_result(Slot& slot, Callback cb, const CallResult& r) {
@@ -219,9 +220,7 @@ struct Runtime::Impl {
       case FailurePolicy::stop:
         log->error("{} [on_error=stop: the job stops after this step]", what);
         break;
-      case FailurePolicy::fail:
-        log->error("{} [on_error=fail: the job fails]", what);
-        break;
+      case FailurePolicy::fail: log->error("{} [on_error=fail: the job fails]", what); break;
     }
     if (!slot.disabled) {
       slot.disabled = true;
@@ -271,9 +270,10 @@ struct Runtime::Impl {
       return false;
     }
     auto backoff = options.recovery_backoff * (1 << std::min(attempt - 1, 10));
-    log->warn("recoverable error at global step {}: {}; recreating the session in {} ms "
-              "(attempt {} of {})",
-              live_step.load(), message, backoff.count(), attempt, options.max_recoveries);
+    log->warn(
+        "recoverable error at global step {}: {}; recreating the session in {} ms "
+        "(attempt {} of {})",
+        live_step.load(), message, backoff.count(), attempt, options.max_recoveries);
     std::this_thread::sleep_for(backoff);
     if (!create_session()) return false;
     if (options.on_recover) {
@@ -317,7 +317,8 @@ struct Runtime::Impl {
       builder.c.add_feed = &add_feed;
       builder.owner = this;
       builder.slot = &slot;
-      CallResult r = timed(slot, Callback::before_run, [&] { return slot.dispatch->before_run(ctx, builder.c); });
+      CallResult r = timed(slot, Callback::before_run,
+                           [&] { return slot.dispatch->before_run(ctx, builder.c); });
       // The host's own reason for a rejected fetch or feed is more precise than the plugin's.
       if (!slot.request_error.empty()) r = CallResult{HH_ERROR, slot.request_error};
       if (!r.ok()) {
@@ -345,7 +346,8 @@ struct Runtime::Impl {
   static hh_status add_fetch(hh_run_request* request, const char* name) {
     auto& b = *static_cast<RequestBuilder*>(request->host_data);
     if (!name || !b.owner->fetchable.count(name)) {
-      b.slot->request_error = std::string("before_run asked to fetch '") + (name ? name : "(null)") +
+      b.slot->request_error = std::string("before_run asked to fetch '") +
+                              (name ? name : "(null)") +
                               "', which the workload does not provide (it provides: " +
                               join({b.owner->fetchable.begin(), b.owner->fetchable.end()}) + ")";
       return HH_ERROR;
@@ -407,7 +409,8 @@ struct Runtime::Impl {
       rv.count = static_cast<uint32_t>(views.size());
       hh_run_context after_ctx = ctx;
       after_ctx.stop_requested = stop_requested.load() ? 1 : 0;
-      CallResult r = timed(slot, Callback::after_run, [&] { return slot.dispatch->after_run(after_ctx, rv); });
+      CallResult r =
+          timed(slot, Callback::after_run, [&] { return slot.dispatch->after_run(after_ctx, rv); });
       slot.state = HookState::in_session;
       handle_result(slot, Callback::after_run, r);
     }
@@ -446,7 +449,8 @@ struct Runtime::Impl {
     for (auto& sp : slots) {
       Slot& slot = *sp;
       if (!slot.begin_called || slot.state == HookState::ended) continue;
-      check_state(slot, Callback::end, {HookState::begun, HookState::in_session, HookState::in_step});
+      check_state(slot, Callback::end,
+                  {HookState::begun, HookState::in_session, HookState::in_step});
       hh_end_info info = job;
       std::string own_reason;
       if (slot.disabled) {
@@ -565,8 +569,8 @@ struct Runtime::Impl {
       checkpoint.global_step = m.live_step.load();
       checkpoint.workload_state = m.session.save_state();
       checkpoint.hook_states = m.collect_hook_states();
-      std::filesystem::path folder = (dir && *dir) ? std::filesystem::path(dir)
-                                                   : m.options.run_dir / "checkpoints";
+      std::filesystem::path folder =
+          (dir && *dir) ? std::filesystem::path(dir) : m.options.run_dir / "checkpoints";
       std::filesystem::path written = write_checkpoint(
           folder, basename && *basename ? basename : "model.ckpt", checkpoint, max_to_keep);
       if (out_path && capacity > 0) {
@@ -582,12 +586,14 @@ struct Runtime::Impl {
   }
 
   static std::filesystem::path summary_dir(const hh_host* h, const char* dir) {
-    return (dir && *dir) ? std::filesystem::path(dir) : HostServices::self(h).owner->options.run_dir;
+    return (dir && *dir) ? std::filesystem::path(dir)
+                         : HostServices::self(h).owner->options.run_dir;
   }
-  static hh_status svc_add_scalar(const hh_host* h, const char* dir, const char* tag,
-                                  double value, int64_t step, hh_error* err) {
+  static hh_status svc_add_scalar(const hh_host* h, const char* dir, const char* tag, double value,
+                                  int64_t step, hh_error* err) {
     try {
-      event_writer_for(summary_dir(h, dir)).add_scalar(step, tag ? tag : "", static_cast<float>(value));
+      event_writer_for(summary_dir(h, dir))
+          .add_scalar(step, tag ? tag : "", static_cast<float>(value));
       return HH_OK;
     } catch (const std::exception& e) {
       return hh_fail(err, HH_ERROR, e.what());
@@ -802,8 +808,8 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
         continue;
       case StepStatus::error:
         m.abandon_step();
-        m.fail_job("the workload failed at global step " + std::to_string(ctx.global_step) +
-                   ": " + step.message);
+        m.fail_job("the workload failed at global step " + std::to_string(ctx.global_step) + ": " +
+                   step.message);
         return out;
     }
     ++m.steps_run;
@@ -819,7 +825,9 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
   }
 }
 
-bool Runtime::should_stop() const { return impl_->should_stop(); }
+bool Runtime::should_stop() const {
+  return impl_->should_stop();
+}
 
 void Runtime::request_stop(hh_stop_cause cause, const std::string& reason) {
   impl_->request_stop(cause, reason);
@@ -861,15 +869,20 @@ std::vector<HookReport> Runtime::reports() const {
     r.plugin_file = sp->dispatch->plugin_file();
     r.disabled = sp->disabled;
     r.failure = sp->failure;
-    for (size_t i = 0; i < kCallbackNames.size(); ++i) r.callbacks[kCallbackNames[i]] = sp->stats[i];
+    for (size_t i = 0; i < kCallbackNames.size(); ++i)
+      r.callbacks[kCallbackNames[i]] = sp->stats[i];
     out.push_back(std::move(r));
   }
   return out;
 }
 
-const JobResult& Runtime::result() const { return impl_->result; }
+const JobResult& Runtime::result() const {
+  return impl_->result;
+}
 
-Session& Runtime::session() { return impl_->session; }
+Session& Runtime::session() {
+  return impl_->session;
+}
 
 std::map<std::string, std::string> Runtime::hook_states() const {
   return impl_->collect_hook_states();
@@ -880,9 +893,10 @@ void Runtime::restore_hook_states(const std::map<std::string, std::string>& stat
     auto it = std::find_if(impl_->slots.begin(), impl_->slots.end(),
                            [&](const auto& s) { return s->settings.instance_name == name; });
     if (it == impl_->slots.end()) {
-      impl_->log->warn("the checkpoint holds state for hook '{}', which is not configured; "
-                       "ignoring it",
-                       name);
+      impl_->log->warn(
+          "the checkpoint holds state for hook '{}', which is not configured; "
+          "ignoring it",
+          name);
       continue;
     }
     std::lock_guard lock((*it)->services->state_mutex);

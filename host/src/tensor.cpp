@@ -19,11 +19,21 @@ Tensor make_scalar(hh_dtype dtype, T value) {
 
 }  // namespace
 
-Tensor Tensor::scalar_f32(float v) { return make_scalar(HH_DTYPE_F32, v); }
-Tensor Tensor::scalar_f64(double v) { return make_scalar(HH_DTYPE_F64, v); }
-Tensor Tensor::scalar_i32(int32_t v) { return make_scalar(HH_DTYPE_I32, v); }
-Tensor Tensor::scalar_i64(int64_t v) { return make_scalar(HH_DTYPE_I64, v); }
-Tensor Tensor::scalar_bool(bool v) { return make_scalar(HH_DTYPE_BOOL, static_cast<uint8_t>(v ? 1 : 0)); }
+Tensor Tensor::scalar_f32(float v) {
+  return make_scalar(HH_DTYPE_F32, v);
+}
+Tensor Tensor::scalar_f64(double v) {
+  return make_scalar(HH_DTYPE_F64, v);
+}
+Tensor Tensor::scalar_i32(int32_t v) {
+  return make_scalar(HH_DTYPE_I32, v);
+}
+Tensor Tensor::scalar_i64(int64_t v) {
+  return make_scalar(HH_DTYPE_I64, v);
+}
+Tensor Tensor::scalar_bool(bool v) {
+  return make_scalar(HH_DTYPE_BOOL, static_cast<uint8_t>(v ? 1 : 0));
+}
 
 Tensor Tensor::vector_f32(std::vector<float> v) {
   Tensor t;

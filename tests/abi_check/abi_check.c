@@ -1,8 +1,8 @@
 /* Compiled as strict C99 with -pedantic -Werror: the ABI headers must stay plain C. */
 #include <hookhost/hookhost.h>
 
-static hh_status create(const hh_host *host, const hh_create_args *args, hh_hook **out,
-                        hh_error *err) {
+static hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
+                        hh_error* err) {
   (void)host;
   (void)args;
   *out = NULL;

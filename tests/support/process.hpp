@@ -18,7 +18,9 @@
 
 namespace hookhost::testing {
 
-inline fs::path hookhost_binary() { return fs::path(HOOKHOST_BINARY_DIR) / "bin" / "hookhost"; }
+inline fs::path hookhost_binary() {
+  return fs::path(HOOKHOST_BINARY_DIR) / "bin" / "hookhost";
+}
 
 struct ProcessResult {
   int exit_code = -1;  // 128+N when killed by signal N

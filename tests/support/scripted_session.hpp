@@ -14,12 +14,12 @@ namespace hookhost::testing {
 
 class ScriptedSession : public Session {
  public:
-  std::optional<int64_t> end_at;                        // end of data once this step is reached
-  std::map<int64_t, std::deque<StepStatus>> faults;     // statuses to return at a global step
-  std::optional<int64_t> restore_to;                    // create() resets the step to this
-  std::vector<std::vector<std::string>> fetches_seen;   // per run() call
-  std::vector<TensorMap> feeds_seen;                    // per run() call
-  std::vector<int> creations;                           // every create(creation) argument
+  std::optional<int64_t> end_at;                       // end of data once this step is reached
+  std::map<int64_t, std::deque<StepStatus>> faults;    // statuses to return at a global step
+  std::optional<int64_t> restore_to;                   // create() resets the step to this
+  std::vector<std::vector<std::string>> fetches_seen;  // per run() call
+  std::vector<TensorMap> feeds_seen;                   // per run() call
+  std::vector<int> creations;                          // every create(creation) argument
   int64_t step = 0;
 
   void create(int creation) override {
@@ -52,7 +52,8 @@ class ScriptedSession : public Session {
       lr = static_cast<float>(it->second.as_double());
     ++step;
     for (const auto& name : fetches) {
-      if (name == "loss") r.values.emplace(name, Tensor::scalar_f32(10.0f / static_cast<float>(step)));
+      if (name == "loss")
+        r.values.emplace(name, Tensor::scalar_f32(10.0f / static_cast<float>(step)));
       if (name == "global_step") r.values.emplace(name, Tensor::scalar_i64(step));
       if (name == "learning_rate") r.values.emplace(name, Tensor::scalar_f32(lr));
       if (name == "weights") r.values.emplace(name, Tensor::vector_f32({1.0f, 2.0f, 3.0f}));

@@ -15,8 +15,8 @@ HH_EXTERN_C_BEGIN
  * configuration text. */
 typedef int32_t hh_param_type;
 #define HH_PARAM_TYPE_BOOL 1
-#define HH_PARAM_TYPE_INT 2         /* int64_t */
-#define HH_PARAM_TYPE_FLOAT 3       /* double */
+#define HH_PARAM_TYPE_INT 2   /* int64_t */
+#define HH_PARAM_TYPE_FLOAT 3 /* double */
 #define HH_PARAM_TYPE_STRING 4
 #define HH_PARAM_TYPE_STRING_LIST 5 /* comma-separated in config text */
 
@@ -29,49 +29,49 @@ typedef struct hh_param_desc {
   uint32_t struct_size;
   hh_param_type type;
   uint32_t flags;
-  const char *name;          /* [a-z0-9_]+ */
-  const char *default_value; /* text in config syntax; meaningful only with HH_PARAM_FLAG_DEFAULT */
-  const char *help;          /* one line; no tab or newline */
+  const char* name;          /* [a-z0-9_]+ */
+  const char* default_value; /* text in config syntax; meaningful only with HH_PARAM_FLAG_DEFAULT */
+  const char* help;          /* one line; no tab or newline */
 } hh_param_desc;
 
 /* One validated parameter value. Exactly one value per declared parameter, in declaration order. */
 typedef struct hh_param_value {
   uint32_t struct_size;
-  const char *name;
+  const char* name;
   hh_param_type type;
-  int32_t is_set;            /* 0 only for an absent HH_PARAM_FLAG_OPTIONAL parameter */
+  int32_t is_set; /* 0 only for an absent HH_PARAM_FLAG_OPTIONAL parameter */
   int32_t bool_value;
   int64_t int_value;
   double float_value;
-  const char *string_value;  /* NUL-terminated */
-  const char *const *list_items;
+  const char* string_value; /* NUL-terminated */
+  const char* const* list_items;
   uint32_t list_count;
 } hh_param_value;
 
 /* Given to create(). Host-owned; valid only during create(): copy what you keep. */
 typedef struct hh_create_args {
   uint32_t struct_size;
-  const char *instance_name;
-  const hh_param_value *params;
+  const char* instance_name;
+  const hh_param_value* params;
   uint32_t param_count;
 } hh_create_args;
 
 typedef struct hh_plugin_entry {
   uint32_t struct_size;
-  uint32_t abi_major;        /* HH_ABI_MAJOR the plugin was built against */
-  uint32_t abi_minor;        /* HH_ABI_MINOR the plugin was built against */
-  const char *id;            /* unique plugin id, [a-z0-9_.-]+ */
-  const char *version;       /* the plugin's own version, e.g. "1.2.0" */
-  const char *description;   /* one line */
-  const hh_param_desc *params;
+  uint32_t abi_major;      /* HH_ABI_MAJOR the plugin was built against */
+  uint32_t abi_minor;      /* HH_ABI_MINOR the plugin was built against */
+  const char* id;          /* unique plugin id, [a-z0-9_.-]+ */
+  const char* version;     /* the plugin's own version, e.g. "1.2.0" */
+  const char* description; /* one line */
+  const hh_param_desc* params;
   uint32_t param_count;
 
   /* Creates one instance for one configured use. `host` stays valid until the instance's
    * destroy(). On success writes *out_hook and returns HH_OK; on failure (for example an invalid
    * combination of parameters) returns HH_ERROR with a message naming the parameters, and the
    * host reports it as a configuration error. May call `host`. [host-thread] */
-  hh_status (*create)(const hh_host *host, const hh_create_args *args, hh_hook **out_hook,
-                      hh_error *err);
+  hh_status (*create)(const hh_host* host, const hh_create_args* args, hh_hook** out_hook,
+                      hh_error* err);
 } hh_plugin_entry;
 
 #define HH_PARAM_DESC_SIZE HH_STRUCT_SIZE(hh_param_desc, help)
@@ -88,7 +88,7 @@ typedef struct hh_plugin_entry {
 #endif
 
 /* The parameter named `name` in create args, or NULL. */
-static inline const hh_param_value *hh_find_param(const hh_create_args *args, const char *name) {
+static inline const hh_param_value* hh_find_param(const hh_create_args* args, const char* name) {
   uint32_t i;
   for (i = 0; i < args->param_count; ++i)
     if (strcmp(args->params[i].name, name) == 0) return &args->params[i];
@@ -112,14 +112,20 @@ static inline const hh_param_value *hh_find_param(const hh_create_args *args, co
 
 #define HH_NOTE_PAD4_(n) (((n) + 3u) & ~(size_t)3u)
 
-#define HH_NOTE_DEFINE_(TEXT)                                                                      \
-  __attribute__((section(".note.hookhost"), used, aligned(4))) static const struct {              \
-    uint32_t namesz, descsz, type;                                                                 \
-    char name[12];                                                                                 \
-    uint32_t format, abi_major, abi_minor;                                                         \
-    char text[HH_NOTE_PAD4_(sizeof(TEXT))];                                                        \
-  } hh_plugin_note_ = {9u, (uint32_t)(12u + HH_NOTE_PAD4_(sizeof(TEXT))), HH_NOTE_TYPE_METADATA, \
-                       HH_NOTE_OWNER, HH_NOTE_FORMAT, HH_ABI_MAJOR, HH_ABI_MINOR, TEXT};
+#define HH_NOTE_DEFINE_(TEXT)                                                        \
+  __attribute__((section(".note.hookhost"), used, aligned(4))) static const struct { \
+    uint32_t namesz, descsz, type;                                                   \
+    char name[12];                                                                   \
+    uint32_t format, abi_major, abi_minor;                                           \
+    char text[HH_NOTE_PAD4_(sizeof(TEXT))];                                          \
+  } hh_plugin_note_ = {9u,                                                           \
+                       (uint32_t)(12u + HH_NOTE_PAD4_(sizeof(TEXT))),                \
+                       HH_NOTE_TYPE_METADATA,                                        \
+                       HH_NOTE_OWNER,                                                \
+                       HH_NOTE_FORMAT,                                               \
+                       HH_ABI_MAJOR,                                                 \
+                       HH_ABI_MINOR,                                                 \
+                       TEXT};
 
 /* Expanders for a parameter list written as an X-macro:
  *   #define MY_PARAMS(P) \
@@ -135,16 +141,22 @@ static inline const hh_param_value *hh_find_param(const hh_create_args *args, co
 /* Defines the entry symbol, the parameter table and the note from one description.
  *   ID, VERSION, DESCRIPTION: string literals; PARAMS: an X-macro as above (or HH_NO_PARAMS);
  *   CREATE: the create function. */
-#define HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS, CREATE)                                \
-  static const hh_param_desc hh_plugin_params_[] = {                                              \
-      PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};                         \
-  HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION "\n" PARAMS(        \
-      HH_PARAM_NOTE_))                                                                             \
-  HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;                               \
-  const hh_plugin_entry hookhost_plugin_v1 = {                                                     \
-      HH_PLUGIN_ENTRY_SIZE, HH_ABI_MAJOR, HH_ABI_MINOR, ID, VERSION, DESCRIPTION,                  \
-      hh_plugin_params_,                                                                           \
-      (uint32_t)(sizeof(hh_plugin_params_) / sizeof(hh_plugin_params_[0]) - 1u), CREATE};
+#define HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS, CREATE)               \
+  static const hh_param_desc hh_plugin_params_[] = {                             \
+      PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};       \
+  HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION     \
+                  "\n" PARAMS(HH_PARAM_NOTE_))                                   \
+  HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;             \
+  const hh_plugin_entry hookhost_plugin_v1 = {                                   \
+      HH_PLUGIN_ENTRY_SIZE,                                                      \
+      HH_ABI_MAJOR,                                                              \
+      HH_ABI_MINOR,                                                              \
+      ID,                                                                        \
+      VERSION,                                                                   \
+      DESCRIPTION,                                                               \
+      hh_plugin_params_,                                                         \
+      (uint32_t)(sizeof(hh_plugin_params_) / sizeof(hh_plugin_params_[0]) - 1u), \
+      CREATE};
 
 HH_EXTERN_C_END
 

@@ -24,38 +24,38 @@ HH_EXTERN_C_BEGIN
 /* Given to after_create_session. */
 typedef struct hh_session_info {
   uint32_t struct_size;
-  int64_t global_step;    /* the global step of the new session (restored from a checkpoint or 0) */
-  uint32_t creation;      /* 1 for the first session, 2 after the first recovery, ... */
+  int64_t global_step; /* the global step of the new session (restored from a checkpoint or 0) */
+  uint32_t creation;   /* 1 for the first session, 2 after the first recovery, ... */
 } hh_session_info;
 
 /* Given to before_run and after_run of one step; the same values in both. */
 typedef struct hh_run_context {
   uint32_t struct_size;
-  int64_t global_step;    /* the global step read before this step ran (TensorFlow's "stale" step) */
-  int64_t iteration;      /* how many steps this job has run before this one in this process */
+  int64_t global_step; /* the global step read before this step ran (TensorFlow's "stale" step) */
+  int64_t iteration;   /* how many steps this job has run before this one in this process */
   int32_t stop_requested; /* nonzero when a stop was requested before this call */
 } hh_run_context;
 
 /* Filled by a hook in before_run. Host-owned; valid only during before_run. */
 typedef struct hh_run_request {
   uint32_t struct_size;
-  void *host_data; /* reserved for the host */
+  void* host_data; /* reserved for the host */
 
   /* Adds a fetch by tensor name; its value arrives in this hook's after_run. The name is copied.
    * Returns HH_ERROR when the workload provides no such tensor (the message says which it has). */
-  hh_status (*add_fetch)(struct hh_run_request *request, const char *name);
+  hh_status (*add_fetch)(struct hh_run_request* request, const char* name);
 
   /* Adds a feed: the value replaces the named tensor for this step. The view is copied. A feed of
    * a tensor already fed by an earlier hook or by the caller is a conflict and fails this hook's
    * before_run. */
-  hh_status (*add_feed)(struct hh_run_request *request, const hh_tensor *value);
+  hh_status (*add_feed)(struct hh_run_request* request, const hh_tensor* value);
 } hh_run_request;
 
 /* Given to after_run: exactly the values this hook fetched, in the order requested. Host-owned;
  * valid only during after_run. */
 typedef struct hh_run_values {
   uint32_t struct_size;
-  const hh_tensor *tensors;
+  const hh_tensor* tensors;
   uint32_t count;
 } hh_run_values;
 
@@ -77,17 +77,17 @@ typedef struct hh_end_info {
   uint32_t struct_size;
   hh_outcome outcome;
   hh_stop_cause stop_cause; /* HH_STOP_CAUSE_NONE unless outcome is HH_OUTCOME_STOPPED */
-  const char *reason;       /* human-readable, NUL-terminated, never NULL; valid during end() */
+  const char* reason;       /* human-readable, NUL-terminated, never NULL; valid during end() */
   int64_t global_step;      /* the final global step */
 } hh_end_info;
 
 /* Outcome name ("completed", "stopped", "failed"). Never NULL; static storage. */
-static inline const char *hh_outcome_name(hh_outcome outcome) {
+static inline const char* hh_outcome_name(hh_outcome outcome) {
   switch (outcome) {
-  case HH_OUTCOME_COMPLETED: return "completed";
-  case HH_OUTCOME_STOPPED: return "stopped";
-  case HH_OUTCOME_FAILED: return "failed";
-  default: return "unknown";
+    case HH_OUTCOME_COMPLETED: return "completed";
+    case HH_OUTCOME_STOPPED: return "stopped";
+    case HH_OUTCOME_FAILED: return "failed";
+    default: return "unknown";
   }
 }
 
@@ -95,31 +95,31 @@ static inline const char *hh_outcome_name(hh_outcome outcome) {
  * it points to until destroy() returns. */
 typedef struct hh_hook {
   uint32_t struct_size;
-  void *hook_data; /* reserved for the plugin; the host never reads it */
+  void* hook_data; /* reserved for the plugin; the host never reads it */
 
   /* Once, before the first session exists. [hook-thread & created] */
-  hh_status (*begin)(struct hh_hook *hook, hh_error *err);
+  hh_status (*begin)(struct hh_hook* hook, hh_error* err);
 
   /* After each session creation, the first and every recovery. [hook-thread & begun] */
-  hh_status (*after_create_session)(struct hh_hook *hook, const hh_session_info *session,
-                                    hh_error *err);
+  hh_status (*after_create_session)(struct hh_hook* hook, const hh_session_info* session,
+                                    hh_error* err);
 
   /* Before each step: may add fetches and feeds through `request`, and may return
    * HH_STOP_REQUESTED (the step still runs). [hook-thread & session] */
-  hh_status (*before_run)(struct hh_hook *hook, const hh_run_context *context,
-                          hh_run_request *request, hh_error *err);
+  hh_status (*before_run)(struct hh_hook* hook, const hh_run_context* context,
+                          hh_run_request* request, hh_error* err);
 
   /* After each step that ran: `values` holds exactly what this hook fetched in before_run.
    * [hook-thread & after before_run of the same step] */
-  hh_status (*after_run)(struct hh_hook *hook, const hh_run_context *context,
-                         const hh_run_values *values, hh_error *err);
+  hh_status (*after_run)(struct hh_hook* hook, const hh_run_context* context,
+                         const hh_run_values* values, hh_error* err);
 
   /* Exactly once, last: how the job (or this hook) ended. [hook-thread & after begin] */
-  hh_status (*end)(struct hh_hook *hook, const hh_end_info *info, hh_error *err);
+  hh_status (*end)(struct hh_hook* hook, const hh_end_info* info, hh_error* err);
 
   /* Frees the instance. Must join any thread the plugin started; must not call the host.
    * [hook-thread & after end, or when begin was never called] */
-  void (*destroy)(struct hh_hook *hook);
+  void (*destroy)(struct hh_hook* hook);
 } hh_hook;
 
 #define HH_HOOK_SIZE HH_STRUCT_SIZE(hh_hook, destroy)
@@ -130,7 +130,7 @@ typedef struct hh_hook {
 #define HH_END_INFO_SIZE HH_STRUCT_SIZE(hh_end_info, global_step)
 
 /* The fetched value named `name`, or NULL. */
-static inline const hh_tensor *hh_find_value(const hh_run_values *values, const char *name) {
+static inline const hh_tensor* hh_find_value(const hh_run_values* values, const char* name) {
   uint32_t i;
   for (i = 0; i < values->count; ++i)
     if (strcmp(values->tensors[i].name, name) == 0) return &values->tensors[i];
@@ -138,7 +138,7 @@ static inline const hh_tensor *hh_find_value(const hh_run_values *values, const 
 }
 
 /* Writes a NUL-terminated message into `err` (truncating) and returns `status`. */
-static inline hh_status hh_fail(hh_error *err, hh_status status, const char *message) {
+static inline hh_status hh_fail(hh_error* err, hh_status status, const char* message) {
   if (err) {
     size_t n = strlen(message);
     if (n >= HH_ERROR_MESSAGE_SIZE) n = HH_ERROR_MESSAGE_SIZE - 1;

@@ -120,11 +120,16 @@ class RunRequest {
  private:
   template <typename T>
   static constexpr hh_dtype dtype_of() {
-    if constexpr (std::is_same_v<T, float>) return HH_DTYPE_F32;
-    else if constexpr (std::is_same_v<T, double>) return HH_DTYPE_F64;
-    else if constexpr (std::is_same_v<T, int32_t>) return HH_DTYPE_I32;
-    else if constexpr (std::is_same_v<T, int64_t>) return HH_DTYPE_I64;
-    else static_assert(sizeof(T) == 0, "feed_scalar supports float, double, int32_t, int64_t");
+    if constexpr (std::is_same_v<T, float>)
+      return HH_DTYPE_F32;
+    else if constexpr (std::is_same_v<T, double>)
+      return HH_DTYPE_F64;
+    else if constexpr (std::is_same_v<T, int32_t>)
+      return HH_DTYPE_I32;
+    else if constexpr (std::is_same_v<T, int64_t>)
+      return HH_DTYPE_I64;
+    else
+      static_assert(sizeof(T) == 0, "feed_scalar supports float, double, int32_t, int64_t");
   }
   hh_run_request* r_;
 };
@@ -221,8 +226,7 @@ class Params {
   }
   // Throws Error naming both keys unless exactly one of them is set.
   void require_exactly_one(const std::string& a, const std::string& b) const {
-    if (has(a) && has(b))
-      throw Error("give only one of '" + a + "' and '" + b + "', not both");
+    if (has(a) && has(b)) throw Error("give only one of '" + a + "' and '" + b + "', not both");
     if (!has(a) && !has(b)) throw Error("give one of '" + a + "' or '" + b + "'");
   }
   bool get_bool(const std::string& name) const { return at(name, HH_PARAM_TYPE_BOOL).b; }
@@ -340,8 +344,7 @@ struct Instance {
 };
 
 template <typename T>
-hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
-                 hh_error* err) {
+hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out, hh_error* err) {
   return guarded(err, [&] {
     auto instance = std::make_unique<Instance<T>>();
     CreateContext ctx{Host(host), Params(*args), args->instance_name};

@@ -2,14 +2,14 @@
 #ifndef HOOKHOST_HOOKHOST_H
 #define HOOKHOST_HOOKHOST_H
 
-#include "version.h"
-#include "status.h"
-#include "value.h"
-#include "host.h"
-#include "hook.h"
 #include "entry.h"
 #include "ext/checkpoint.h"
 #include "ext/steps.h"
 #include "ext/summary.h"
+#include "hook.h"
+#include "host.h"
+#include "status.h"
+#include "value.h"
+#include "version.h"
 
 #endif /* HOOKHOST_HOOKHOST_H */

@@ -11,16 +11,17 @@ HH_EXTERN_C_BEGIN
  * as HH_ERROR. */
 typedef int32_t hh_status;
 
-#define HH_OK 0             /* success */
-#define HH_ERROR 1          /* this call failed; the instance stays usable (the host applies on_error) */
+#define HH_OK 0    /* success */
+#define HH_ERROR 1 /* this call failed; the instance stays usable (the host applies on_error) */
 #define HH_ERROR_FATAL 2    /* this instance is broken: disable it */
 #define HH_STOP_REQUESTED 3 /* success, and please stop the job after the current step */
 
 /* Capacity of hh_error.message, including the terminating NUL. */
 #define HH_ERROR_MESSAGE_SIZE 1024
 
-/* Filled by a plugin when a call returns HH_ERROR or HH_ERROR_FATAL. Owned by the caller (the host),
- * zeroed before each call; the plugin writes a NUL-terminated UTF-8 message, truncating it to fit. */
+/* Filled by a plugin when a call returns HH_ERROR or HH_ERROR_FATAL. Owned by the caller (the
+ * host), zeroed before each call; the plugin writes a NUL-terminated UTF-8 message, truncating it
+ * to fit. */
 typedef struct hh_error {
   uint32_t struct_size;
   int32_t code; /* plugin-specific detail code; 0 when unused */
@@ -28,13 +29,13 @@ typedef struct hh_error {
 } hh_error;
 
 /* English name of a status code. Never NULL; static storage. */
-static inline const char *hh_status_str(hh_status status) {
+static inline const char* hh_status_str(hh_status status) {
   switch (status) {
-  case HH_OK: return "ok";
-  case HH_ERROR: return "error";
-  case HH_ERROR_FATAL: return "fatal error";
-  case HH_STOP_REQUESTED: return "stop requested";
-  default: return "unknown status";
+    case HH_OK: return "ok";
+    case HH_ERROR: return "error";
+    case HH_ERROR_FATAL: return "fatal error";
+    case HH_STOP_REQUESTED: return "stop requested";
+    default: return "unknown status";
   }
 }
 

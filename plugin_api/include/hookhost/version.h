@@ -5,8 +5,8 @@
  * Rules for ABI major 1:
  *  - Within a major, structs only grow at the end, enums only gain values, and new capabilities
  *    arrive as new service ids ("hh.<name>/N"). Nothing shipped is reordered, removed or re-typed.
- *  - Every struct that crosses the boundary starts with `uint32_t struct_size`, set by its producer to
- *    HH_STRUCT_SIZE(type, last_field). A reader checks HH_HAS_FIELD before touching a field that a
+ *  - Every struct that crosses the boundary starts with `uint32_t struct_size`, set by its producer
+ * to HH_STRUCT_SIZE(type, last_field). A reader checks HH_HAS_FIELD before touching a field that a
  *    later minor appended.
  *  - The entry symbol carries the major in its name (hookhost_plugin_v1). A host accepts a plugin
  *    when the majors are equal and the plugin's minor is not newer than the host's. */
@@ -28,11 +28,11 @@
 /* Size of a struct up to and including its last field. Not sizeof(): trailing padding must not make
  * an older producer appear to provide a field it does not know. */
 #define HH_STRUCT_SIZE(type, last_field) \
-  ((uint32_t)(offsetof(type, last_field) + sizeof(((type *)0)->last_field)))
+  ((uint32_t)(offsetof(type, last_field) + sizeof(((type*)0)->last_field)))
 
 /* True when the struct pointed to by `p` (of type `type`) is large enough to hold `field`. */
 #define HH_HAS_FIELD(p, type, field) \
-  ((p)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+  ((p)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 #ifdef __cplusplus
 #define HH_EXTERN_C extern "C"

@@ -19,10 +19,11 @@ struct Checkpoint {
 
 // Writes <dir>/<basename>-<step> atomically (temporary file in `dir`, fsync, rename, fsync of
 // `dir`), then rewrites the index <dir>/checkpoint atomically and deletes checkpoints beyond the
-// newest `max_to_keep` by step (0 keeps all; the file just written is always kept). Returns the checkpoint's path. Throws std::runtime_error
-// naming the file on any I/O error.
-std::filesystem::path write_checkpoint(const std::filesystem::path& dir, const std::string& basename,
-                                       const Checkpoint& checkpoint, uint32_t max_to_keep);
+// newest `max_to_keep` by step (0 keeps all; the file just written is always kept). Returns the
+// checkpoint's path. Throws std::runtime_error naming the file on any I/O error.
+std::filesystem::path write_checkpoint(const std::filesystem::path& dir,
+                                       const std::string& basename, const Checkpoint& checkpoint,
+                                       uint32_t max_to_keep);
 
 // Reads and verifies one checkpoint file. Throws std::runtime_error saying what is wrong.
 Checkpoint read_checkpoint(const std::filesystem::path& file);

@@ -53,8 +53,8 @@ struct JobResult {
 };
 
 struct RunOutput {
-  bool ran = false;   // false when the step did not complete (end of data, failure)
-  TensorMap values;   // the caller's fetches
+  bool ran = false;  // false when the step did not complete (end of data, failure)
+  TensorMap values;  // the caller's fetches
 };
 
 // Calls and time spent in one callback of one hook.
@@ -70,7 +70,7 @@ struct HookReport {
   std::string plugin_id;
   std::string plugin_file;
   bool disabled = false;
-  std::string failure;  // the first failure, when there was one
+  std::string failure;                         // the first failure, when there was one
   std::map<std::string, CallStats> callbacks;  // "begin", "after_create_session", ...
 };
 

@@ -37,9 +37,9 @@ class Tensor {
  private:
   hh_dtype dtype_ = HH_DTYPE_F32;
   std::vector<int64_t> shape_;
-  std::vector<std::byte> bytes_;       // numeric element data
-  std::vector<std::string> strings_;   // HH_DTYPE_STRING elements
-  std::vector<hh_str> string_views_;   // hh_str views of strings_, rebuilt on copy
+  std::vector<std::byte> bytes_;      // numeric element data
+  std::vector<std::string> strings_;  // HH_DTYPE_STRING elements
+  std::vector<hh_str> string_views_;  // hh_str views of strings_, rebuilt on copy
   void rebuild_string_views();
 
  public:

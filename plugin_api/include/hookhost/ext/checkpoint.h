@@ -19,9 +19,8 @@ typedef struct hh_checkpoint_service {
    * newest `max_to_keep` checkpoints by step (0 keeps all; the newest is never deleted).
    * On success copies the checkpoint's path into out_path (NUL-terminated, truncated to
    * out_path_capacity; may be NULL). [hook-thread: only from a lifecycle call] */
-  hh_status (*save)(const hh_host *host, const char *dir, const char *basename,
-                    uint32_t max_to_keep, char *out_path, size_t out_path_capacity,
-                    hh_error *err);
+  hh_status (*save)(const hh_host* host, const char* dir, const char* basename,
+                    uint32_t max_to_keep, char* out_path, size_t out_path_capacity, hh_error* err);
 } hh_checkpoint_service;
 
 #define HH_CHECKPOINT_SERVICE_SIZE HH_STRUCT_SIZE(hh_checkpoint_service, save)

@@ -15,11 +15,11 @@ typedef struct hh_steps_service {
 
   /* Publishes a global step at which this hook will stop the job. The smallest published limit
    * wins. [thread-safe] */
-  void (*publish_last_step)(const hh_host *host, int64_t last_step);
+  void (*publish_last_step)(const hh_host* host, int64_t last_step);
 
   /* The expected final global step: the smallest published limit or the workload's own end,
    * whichever is smaller; -1 when unknown. [thread-safe] */
-  int64_t (*last_step)(const hh_host *host);
+  int64_t (*last_step)(const hh_host* host);
 } hh_steps_service;
 
 #define HH_STEPS_SERVICE_SIZE HH_STRUCT_SIZE(hh_steps_service, last_step)

@@ -22,16 +22,16 @@ typedef struct hh_summary_service {
    * folder `dir` (NULL or "" = the run directory). The file is created on first use, named
    * events.out.tfevents.<seconds>.<hostname>, and starts with Event{file_version="brain.Event:2"}.
    * [thread-safe] */
-  hh_status (*add_scalar)(const hh_host *host, const char *dir, const char *tag, double value,
-                          int64_t step, hh_error *err);
+  hh_status (*add_scalar)(const hh_host* host, const char* dir, const char* tag, double value,
+                          int64_t step, hh_error* err);
 
   /* Appends Event{wall_time=now, step, session_log{status, checkpoint_path}} (checkpoint_path may
    * be NULL). [thread-safe] */
-  hh_status (*add_session_log)(const hh_host *host, const char *dir, int32_t status,
-                               const char *checkpoint_path, int64_t step, hh_error *err);
+  hh_status (*add_session_log)(const hh_host* host, const char* dir, int32_t status,
+                               const char* checkpoint_path, int64_t step, hh_error* err);
 
   /* Writes buffered events of folder `dir` to disk. [thread-safe] */
-  hh_status (*flush)(const hh_host *host, const char *dir, hh_error *err);
+  hh_status (*flush)(const hh_host* host, const char* dir, hh_error* err);
 } hh_summary_service;
 
 #define HH_SUMMARY_SERVICE_SIZE HH_STRUCT_SIZE(hh_summary_service, flush)
