@@ -2,37 +2,13 @@
 #include <hookhost/hookhost.h>
 #include <stdlib.h>
 
-static hh_status noop_begin(hh_hook* h, hh_error* e) {
-  (void)h;
-  (void)e;
-  return HH_OK;
-}
-static hh_status noop_acs(hh_hook* h, const hh_session_info* s, hh_error* e) {
-  (void)h;
-  (void)s;
-  (void)e;
-  return HH_OK;
-}
 static hh_status noop_before(hh_hook* h, const hh_run_context* c, hh_run_request* r, hh_error* e) {
   (void)c;
   (void)e;
   if (h->hook_data) return r->add_fetch(r, "loss");
   return HH_OK;
 }
-static hh_status noop_after(hh_hook* h, const hh_run_context* c, const hh_run_values* v,
-                            hh_error* e) {
-  (void)h;
-  (void)c;
-  (void)v;
-  (void)e;
-  return HH_OK;
-}
-static hh_status noop_end(hh_hook* h, const hh_end_info* i, hh_error* e) {
-  (void)h;
-  (void)i;
-  (void)e;
-  return HH_OK;
-}
+
 static void noop_destroy(hh_hook* h) {
   free(h);
 }
@@ -43,13 +19,8 @@ static hh_status noop_create(const hh_host* host, const hh_create_args* args, hh
   hh_hook* h = (hh_hook*)calloc(1, sizeof *h);
   (void)host;
   if (!h) return hh_fail(err, HH_ERROR, "out of memory");
-  h->struct_size = HH_HOOK_SIZE;
-  h->hook_data = (fetch && fetch->bool_value) ? (void*)h : NULL;
-  h->begin = noop_begin;
-  h->after_create_session = noop_acs;
+  hh_hook_init(h, (fetch && fetch->bool_value) ? (void*)h : NULL);
   h->before_run = noop_before;
-  h->after_run = noop_after;
-  h->end = noop_end;
   h->destroy = noop_destroy;
   *out = h;
   return HH_OK;

@@ -3,8 +3,9 @@
  * the workload's own schedule takes over. It follows the global step, not a local counter, so a
  * job resumed in the middle of the warmup continues where it was.
  *
- * Everything a C author needs is in <hookhost/hookhost.h>: fill an hh_hook with six callbacks,
- * describe the parameters once with HH_PLUGIN_DEFINE, and return statuses (never longjmp). */
+ * Everything a C author needs is in <hookhost/hookhost.h>: start an hh_hook from the no-op
+ * defaults (hh_hook_init), set the callbacks you need and destroy, describe the parameters once
+ * with HH_PLUGIN_DEFINE, and return statuses (never longjmp). */
 #include <hookhost/hookhost.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +20,6 @@ typedef struct lr_warmup {
   char tensor[256];
   int finished_logged;
 } lr_warmup;
-
-static hh_status warmup_begin(hh_hook* hook, hh_error* err) {
-  (void)hook;
-  (void)err;
-  return HH_OK;
-}
 
 static hh_status warmup_after_create_session(hh_hook* hook, const hh_session_info* session,
                                              hh_error* err) {
@@ -78,22 +73,6 @@ static hh_status warmup_before_run(hh_hook* hook, const hh_run_context* context,
   return HH_OK;
 }
 
-static hh_status warmup_after_run(hh_hook* hook, const hh_run_context* context,
-                                  const hh_run_values* values, hh_error* err) {
-  (void)hook;
-  (void)context;
-  (void)values;
-  (void)err;
-  return HH_OK;
-}
-
-static hh_status warmup_end(hh_hook* hook, const hh_end_info* info, hh_error* err) {
-  (void)hook;
-  (void)info;
-  (void)err;
-  return HH_OK;
-}
-
 static void warmup_destroy(hh_hook* hook) {
   free(hook->hook_data);
 }
@@ -134,13 +113,9 @@ static hh_status warmup_create(const hh_host* host, const hh_create_args* args, 
   w->target_lr = target->float_value;
   w->warmup_steps = steps->int_value;
   strcpy(w->tensor, tensor->string_value);
-  w->hook.struct_size = HH_HOOK_SIZE;
-  w->hook.hook_data = w;
-  w->hook.begin = warmup_begin;
+  hh_hook_init(&w->hook, w); /* no-op defaults for the callbacks this hook does not need */
   w->hook.after_create_session = warmup_after_create_session;
   w->hook.before_run = warmup_before_run;
-  w->hook.after_run = warmup_after_run;
-  w->hook.end = warmup_end;
   w->hook.destroy = warmup_destroy;
   *out = &w->hook;
   return HH_OK;

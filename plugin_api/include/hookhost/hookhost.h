@@ -2,6 +2,7 @@
 #ifndef HOOKHOST_HOOKHOST_H
 #define HOOKHOST_HOOKHOST_H
 
+#include "defaults.h"
 #include "entry.h"
 #include "ext/checkpoint.h"
 #include "ext/steps.h"
