@@ -427,6 +427,14 @@ TEST_F(RuntimeTest, DuplicateInstanceNamesAreRejected) {
   EXPECT_THROW(add("same"), ConfigError);
 }
 
+TEST_F(RuntimeTest, AddingAfterStartIsRefusedBeforeThePluginCreatesAnInstance) {
+  add("a");
+  ASSERT_TRUE(rt_->start());
+  EXPECT_THROW(add("late", {{"trace_create", "true"}}), std::logic_error);
+  rt_.reset();
+  EXPECT_TRUE(calls("late").empty()) << "the refused hook was created";
+}
+
 // ---- accounting and state ---------------------------------------------------------------------
 
 TEST_F(RuntimeTest, AccountingCountsEveryCall) {

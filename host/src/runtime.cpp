@@ -644,12 +644,16 @@ struct Runtime::Impl {
     return s;
   }
 
-  void add_slot(std::unique_ptr<Slot> slot) {
+  // Checked before a plugin instance is created, so a refused hook is never created at all.
+  void check_can_add(const std::string& instance_name) const {
     if (started) throw std::logic_error("add_hook after start()");
     for (const auto& other : slots)
-      if (other->settings.instance_name == slot->settings.instance_name)
-        throw ConfigError("two hooks are named '" + slot->settings.instance_name +
+      if (other->settings.instance_name == instance_name)
+        throw ConfigError("two hooks are named '" + instance_name +
                           "'; instance names must be unique");
+  }
+
+  void add_slot(std::unique_ptr<Slot> slot) {
     slot->added_index = slots.size();
     slots.push_back(std::move(slot));
   }
@@ -682,10 +686,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   Impl& m = *impl_;
   const std::string where = "hook '" + settings.instance_name + "' (plugin '" +
                             plugin->metadata().id + "', " + plugin->file().string() + ")";
-  for (const auto& other : m.slots)
-    if (other->settings.instance_name == settings.instance_name)
-      throw ConfigError("two hooks are named '" + settings.instance_name +
-                        "'; instance names must be unique");
+  m.check_can_add(settings.instance_name);
   auto services = m.make_services(settings.instance_name);
   std::vector<hh_param_value> values = params.c_values();
   hh_create_args args{};
@@ -722,6 +723,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
 }
 
 void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings) {
+  impl_->check_can_add(settings.instance_name);
   auto slot = std::make_unique<Slot>();
   slot->services = impl_->make_services(settings.instance_name);
   slot->settings = std::move(settings);
