@@ -30,11 +30,13 @@ struct Section {
   uint8_t kind;
   std::string name;
   std::string data;
+  std::string plugin_id = "p";  // kind 3 only
+  uint32_t state_version = 1;   // kind 3 only
 };
 
 // A checkpoint built by hand from the documented layout; `version` lets a test make other formats.
 std::string encode_by_hand(int64_t step, const std::vector<Section>& sections,
-                           uint32_t version = 1) {
+                           uint32_t version = 2) {
   std::string out("HHCKPT\r\n", 8);
   put_le(out, version, 4);
   put_le(out, static_cast<uint64_t>(step), 8);
@@ -43,6 +45,11 @@ std::string encode_by_hand(int64_t step, const std::vector<Section>& sections,
     put_le(out, s.kind, 1);
     put_le(out, s.name.size(), 4);
     out += s.name;
+    if (s.kind == 3) {
+      put_le(out, s.plugin_id.size(), 4);
+      out += s.plugin_id;
+      put_le(out, s.state_version, 4);
+    }
     put_le(out, s.data.size(), 8);
     out += s.data;
   }
@@ -54,7 +61,8 @@ Checkpoint sample(int64_t step) {
   Checkpoint c;
   c.global_step = step;
   c.workload_state = "workload@" + std::to_string(step);
-  c.hook_states = {{"saver", "last=" + std::to_string(step)}, {"stopper", "last_step=100\n"}};
+  c.hook_states = {{"saver", {"checkpoint_saver", 1, "last=" + std::to_string(step)}},
+                   {"stopper", {"stop_at_step", 2, "last_step=100\n"}}};
   return c;
 }
 
@@ -85,7 +93,9 @@ TEST(Checkpoint, RoundTripKeepsStepWorkloadStateAndEveryHookState) {
   Checkpoint written;
   written.global_step = 1234567890123;
   written.workload_state = std::string("binary\0state\n\xff", 14);
-  written.hook_states = {{"a", ""}, {"b", "after_runs=3\n"}, {"c", std::string(70000, 'x')}};
+  written.hook_states = {{"a", {"pa", 1, ""}},
+                         {"b", {"pb", 7, "after_runs=3\n"}},
+                         {"c", {"", 1, std::string(70000, 'x')}}};
   const fs::path file = write_checkpoint(dir.path(), "model.ckpt", written, 0);
   EXPECT_EQ(file, dir / "model.ckpt-1234567890123");
   const Checkpoint read = read_checkpoint(file);
@@ -97,20 +107,24 @@ TEST(Checkpoint, RoundTripKeepsStepWorkloadStateAndEveryHookState) {
 TEST(Checkpoint, FileBytesMatchTheDocumentedLayout) {
   TempDir dir;
   const fs::path file = write_checkpoint(dir.path(), "model.ckpt", sample(7), 0);
-  const std::string expected = encode_by_hand(
-      7, {{1, "", "workload@7"}, {2, "saver", "last=7"}, {2, "stopper", "last_step=100\n"}});
+  const std::string expected =
+      encode_by_hand(7, {{1, "", "workload@7"},
+                         {3, "saver", "last=7", "checkpoint_saver", 1},
+                         {3, "stopper", "last_step=100\n", "stop_at_step", 2}});
   EXPECT_EQ(read_file(file), expected);
-  // 8 magic + 4 version + 8 step + 4 count + 3 sections + 4 CRC.
-  EXPECT_EQ(expected.size(), 8u + 4 + 8 + 4 + (13 + 10) + (13 + 5 + 6) + (13 + 7 + 14) + 4);
+  // 8 magic + 4 version + 8 step + 4 count + 3 sections + 4 CRC; a hook section adds 4 + id + 4.
+  EXPECT_EQ(expected.size(),
+            8u + 4 + 8 + 4 + (13 + 10) + (13 + 5 + 6 + 8 + 16) + (13 + 7 + 14 + 8 + 12) + 4);
 }
 
 TEST(Checkpoint, DocumentedExampleIsByteExact) {
   // The example in docs/checkpoint-format.md.
+  const std::string expected_crc_hex = "b9a26460";  // CRC-32C 0x6064a2b9, as the doc states
   TempDir dir;
   Checkpoint c;
   c.global_step = 7;
   c.workload_state = "7";
-  c.hook_states = {{"stopper", "last_step=12\n"}};
+  c.hook_states = {{"stopper", {"stop_at_step", 1, "last_step=12\n"}}};
   const std::string bytes = read_file(write_checkpoint(dir.path(), "model.ckpt", c, 5));
   std::string hex;
   for (unsigned char b : bytes) {
@@ -120,19 +134,22 @@ TEST(Checkpoint, DocumentedExampleIsByteExact) {
   }
   EXPECT_EQ(hex,
             "4848434b50540d0a"            // magic "HHCKPT\r\n"
-            "01000000"                    // format version 1
+            "02000000"                    // format version 2
             "0700000000000000"            // global step 7
             "02000000"                    // 2 sections
             "01"                          // workload section
             "00000000"                    //   name length 0
             "0100000000000000"            //   data length 1
             "37"                          //   "7"
-            "02"                          // hook state section
+            "03"                          // hook state section
             "07000000"                    //   name length 7
             "73746f70706572"              //   "stopper"
+            "0c000000"                    //   plugin id length 12
+            "73746f705f61745f73746570"    //   "stop_at_step"
+            "01000000"                    //   state version 1
             "0d00000000000000"            //   data length 13
             "6c6173745f737465703d31320a"  //   "last_step=12\n"
-            "5df7030a");                  // CRC-32C 0x0a03f75d
+                + expected_crc_hex);
 }
 
 TEST(Checkpoint, ChecksumIsCrc32cOfEverythingBeforeIt) {
@@ -147,11 +164,27 @@ TEST(Checkpoint, ChecksumIsCrc32cOfEverythingBeforeIt) {
 
 TEST(Checkpoint, HandBuiltFileIsReadBack) {
   TempDir dir;
-  write_file(dir / "hand-3", encode_by_hand(3, {{2, "z", "zz"}, {1, "", "w"}, {2, "a", ""}}));
+  write_file(dir / "hand-3",
+             encode_by_hand(3, {{3, "z", "zz", "pz", 4}, {1, "", "w"}, {3, "a", "", "pa", 1}}));
   const Checkpoint c = read_checkpoint(dir / "hand-3");
   EXPECT_EQ(c.global_step, 3);
   EXPECT_EQ(c.workload_state, "w");
-  EXPECT_EQ(c.hook_states, (std::map<std::string, std::string>{{"a", ""}, {"z", "zz"}}));
+  EXPECT_EQ(c.hook_states,
+            (std::map<std::string, SavedHookState>{{"a", {"pa", 1, ""}}, {"z", {"pz", 4, "zz"}}}));
+}
+
+TEST(Checkpoint, Format1FileIsReadWithItsHookStatesUntagged) {
+  // Checkpoints written before ABI 1.0 carry no plugin id: any plugin may take their states.
+  TempDir dir;
+  write_file(dir / "old-3", encode_by_hand(3, {{1, "", "w"}, {2, "a", "x=1"}}, 1));
+  const Checkpoint c = read_checkpoint(dir / "old-3");
+  EXPECT_EQ(c.hook_states, (std::map<std::string, SavedHookState>{{"a", {"", 1, "x=1"}}}));
+}
+
+TEST(Checkpoint, SectionKindOfTheOtherFormatIsRefused) {
+  TempDir dir;
+  write_file(dir / "mixed-3", encode_by_hand(3, {{1, "", "w"}, {2, "a", "x=1"}}, 2));
+  EXPECT_THROW(read_checkpoint(dir / "mixed-3"), std::runtime_error);
 }
 
 TEST(Checkpoint, IndexNamesTheNewestAndListsKeptOnesOldestFirst) {
@@ -305,8 +338,8 @@ TEST(Checkpoint, SectionRunningPastTheEndIsReportedAsTruncated) {
 
 TEST(Checkpoint, UnknownFormatVersionAndSectionKindAreRejected) {
   TempDir dir;
-  write_file(dir / "m-1", encode_by_hand(1, {{1, "", "w"}}, 2));
-  EXPECT_THAT(read_error(dir / "m-1"), HasSubstr("checkpoint format 2 is not supported"));
+  write_file(dir / "m-1", encode_by_hand(1, {{1, "", "w"}}, 3));
+  EXPECT_THAT(read_error(dir / "m-1"), HasSubstr("checkpoint format 3 is not supported"));
   write_file(dir / "m-2", encode_by_hand(2, {{1, "", "w"}, {9, "x", "y"}}));
   EXPECT_THAT(read_error(dir / "m-2"), HasSubstr("unknown section kind 9"));
   std::string trailing = encode_by_hand(3, {{1, "", "w"}});
@@ -326,7 +359,7 @@ TEST(Checkpoint, RestoreSkipsACorruptNewestAndReturnsThePreviousValidOne) {
   EXPECT_EQ(restored->file, dir / "model.ckpt-2");
   EXPECT_EQ(restored->checkpoint.global_step, 2);
   EXPECT_EQ(restored->checkpoint.workload_state, "workload@2");
-  EXPECT_EQ(restored->checkpoint.hook_states.at("saver"), "last=2");
+  EXPECT_EQ(restored->checkpoint.hook_states.at("saver").bytes, "last=2");
   ASSERT_THAT(restored->skipped, SizeIs(1));
   EXPECT_THAT(restored->skipped[0],
               AllOf(HasSubstr("model.ckpt-3"), HasSubstr("checksum mismatch")));

@@ -22,8 +22,10 @@ void PrintTo(const ParamSpec& p, std::ostream* os) {
 
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using namespace hookhost::testing;
 
 ParamSpec param(std::string name, hh_param_type type, ParamFlag flag, std::string def,
@@ -31,14 +33,20 @@ ParamSpec param(std::string name, hh_param_type type, ParamFlag flag, std::strin
   return {std::move(name), type, flag, std::move(def), std::move(help)};
 }
 
-// A note descriptor: format, ABI major, minor, then the text (NUL-terminated unless told).
+// A note descriptor: format, header size, ABI major, minor, min minor, any extra header words a
+// later minor may add, then the text (NUL-terminated unless told).
 std::vector<std::byte> descriptor(uint32_t format, uint32_t major, uint32_t minor,
-                                  const std::string& text, bool terminate = true) {
-  std::vector<std::byte> d(12 + text.size() + (terminate ? 1 : 0));
+                                  const std::string& text, bool terminate = true,
+                                  uint32_t min_minor = 0, uint32_t extra_header_words = 0) {
+  const uint32_t header = 20 + 4 * extra_header_words;
+  std::vector<std::byte> d(header + text.size() + (terminate ? 1 : 0));
   std::memcpy(d.data(), &format, 4);
-  std::memcpy(d.data() + 4, &major, 4);
-  std::memcpy(d.data() + 8, &minor, 4);
-  std::memcpy(d.data() + 12, text.data(), text.size());
+  std::memcpy(d.data() + 4, &header, 4);
+  std::memcpy(d.data() + 8, &major, 4);
+  std::memcpy(d.data() + 12, &minor, 4);
+  std::memcpy(d.data() + 16, &min_minor, 4);
+  for (uint32_t i = 0; i < extra_header_words; ++i) std::memset(d.data() + 20 + 4 * i, 0x5a, 4);
+  std::memcpy(d.data() + header, text.data(), text.size());
   return d;
 }
 
@@ -92,11 +100,51 @@ TEST(ElfNote, ReadsCxxSdkPluginMetadata) {
   EXPECT_EQ(r.metadata->params, expected);
 }
 
-TEST(ElfNote, ReportsAbiVersionWithoutJudgingIt) {
+TEST(ElfNote, RefusesAnotherAbiMajorBeforeReadingTheText) {
   NoteReadResult r = read_plugin_note(fixture_plugin("abi_major2"));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, AllOf(HasSubstr("built for hookhost ABI 2.0"),
+                             HasSubstr("major versions must match"), Not(HasSubstr("malformed"))));
+}
+
+TEST(ElfNoteDescriptor, VersionIsCheckedBeforeTheText) {
+  // Text this host could not parse, from a plugin that needs a newer host: "upgrade", never
+  // "malformed".
+  NoteReadResult newer = parse_note_descriptor(
+      descriptor(HH_NOTE_FORMAT, 1, HH_ABI_MINOR + 3, "not key value\n", true, HH_ABI_MINOR + 2));
+  EXPECT_FALSE(newer.metadata);
+  EXPECT_THAT(newer.error,
+              AllOf(HasSubstr("built for hookhost ABI 1." + std::to_string(HH_ABI_MINOR + 2)),
+                    HasSubstr("this host supports 1." + std::to_string(HH_ABI_MINOR)),
+                    HasSubstr("upgrade the host"), Not(HasSubstr("malformed"))));
+  NoteReadResult major = parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 3, 0, "garbage"));
+  EXPECT_THAT(major.error, HasSubstr("built for hookhost ABI 3.0"));
+  NoteReadResult old = parse_note_descriptor(descriptor(1, 1, 0, kGoodHeader));
+  EXPECT_THAT(old.error, HasSubstr("before ABI 1.0"));
+}
+
+TEST(ElfNoteDescriptor, ReadsANewerMinorsNoteThatRunsOnThisHost) {
+  // Built against a later minor that added a header word, a key and a param field, but able to
+  // run on this host (min minor 0).
+  NoteReadResult r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, HH_ABI_MINOR + 1,
+      std::string(kGoodHeader) + "homepage=example.org\nparam=n\tINT\tDEFAULT\t2\thelp\tNEW\n",
+      true, 0, 2));
   ASSERT_TRUE(r.metadata) << r.error;
-  EXPECT_EQ(r.metadata->abi_major, 2u);
-  EXPECT_EQ(r.metadata->abi_minor, 0u);
+  EXPECT_EQ(r.metadata->abi_minor, HH_ABI_MINOR + 1);
+  EXPECT_EQ(r.metadata->min_abi_minor, 0u);
+  ASSERT_EQ(r.metadata->params.size(), 1u);
+  EXPECT_EQ(r.metadata->params[0].default_value, "2");
+}
+
+TEST(ElfNoteDescriptor, RefusesADefaultThatIsNotOfItsType) {
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=n\tINT\tDEFAULT\tthree\thelp\n"),
+              AllOf(HasSubstr("param 'n'"), HasSubstr("the default 'three' is not an integer"),
+                    HasSubstr("the plugin's author must fix")));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=f\tFLOAT\tDEFAULT\tinf\thelp\n"),
+              HasSubstr("not a finite number"));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=b\tBOOL\tDEFAULT\tmaybe\thelp\n"),
+              HasSubstr("is not a bool"));
 }
 
 TEST(ElfNote, ReadsStrippedCopy) {
@@ -287,7 +335,7 @@ TEST(ElfNoteDescriptor, RejectsShortDescriptor) {
   std::vector<std::byte> d = descriptor(HH_NOTE_FORMAT, 1, 0, "");
   NoteReadResult r = parse_note_descriptor(std::span(d).first(8));
   EXPECT_FALSE(r.metadata);
-  EXPECT_THAT(r.error, HasSubstr("shorter than its 12-byte header"));
+  EXPECT_THAT(r.error, HasSubstr("shorter than its 20-byte header"));
 }
 
 TEST(ElfNoteDescriptor, RejectsUnknownFormat) {
@@ -326,8 +374,11 @@ TEST(ElfNoteDescriptor, RejectsUnknownParamTypeOrFlag) {
 TEST(ElfNoteDescriptor, RejectsParamLineWithWrongFieldCount) {
   EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=a\tINT\tDEFAULT\t1\n"),
               HasSubstr("has 4 tab-separated fields, expected 5"));
-  EXPECT_THAT(note_error(std::string(kGoodHeader) + "param=a\tINT\tDEFAULT\t1\th\textra\n"),
-              HasSubstr("has 6 tab-separated fields, expected 5"));
+  // Fields after the fifth belong to a later minor and are skipped.
+  NoteReadResult longer = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 0, std::string(kGoodHeader) + "param=a\tINT\tDEFAULT\t1\th\textra\n"));
+  ASSERT_TRUE(longer.metadata) << longer.error;
+  EXPECT_EQ(longer.metadata->params.at(0).help, "h");
 }
 
 TEST(ElfNoteDescriptor, RejectsBadOrRepeatedParamName) {

@@ -60,7 +60,8 @@ TEST(Params, TypedValuesParse) {
 
 TEST(Params, CValuesMirrorTheResolvedValuesInDeclarationOrder) {
   ResolvedParams p = resolve_params(schema(), "inst", {{"path", "p"}, {"tensors", "a,b"}});
-  std::vector<hh_param_value> c = p.c_values();
+  ResolvedParams::CValues c_values = p.c_values();
+  std::vector<hh_param_value>& c = c_values.values;
   ASSERT_EQ(c.size(), 5u);
   EXPECT_STREQ(c[0].name, "flag");
   EXPECT_EQ(c[1].int_value, 10);

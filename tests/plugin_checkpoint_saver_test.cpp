@@ -131,12 +131,12 @@ TEST(CheckpointSaver, CheckpointsHoldEveryHookStateAtTheTimeOfTheSave) {
   EXPECT_THAT(read_checkpoint(dir / "model.ckpt-0").hook_states, IsEmpty());
   const Checkpoint at3 = read_checkpoint(dir / "model.ckpt-3");
   EXPECT_EQ(at3.workload_state, "3");
-  EXPECT_EQ(at3.hook_states.at("recorder"), "after_runs=3");
+  EXPECT_EQ(at3.hook_states.at("recorder"), (SavedHookState{"scripted", 1, "after_runs=3"}));
   const auto newest = restore_latest_checkpoint(dir);
   ASSERT_TRUE(newest.has_value());
   EXPECT_EQ(newest->file, dir / "model.ckpt-10");
   EXPECT_EQ(newest->checkpoint.workload_state, "10");
-  EXPECT_EQ(newest->checkpoint.hook_states.at("recorder"), "after_runs=10");
+  EXPECT_EQ(newest->checkpoint.hook_states.at("recorder").bytes, "after_runs=10");
 }
 
 TEST(CheckpointSaver, ResumedJobGetsTheSavedHookStatesBack) {

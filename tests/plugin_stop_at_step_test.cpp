@@ -124,8 +124,9 @@ TEST(StopAtStep, InvalidSavedStateFailsTheHook) {
 }
 
 int64_t g_published_last_step = -1;
-void record_last_step(const hh_host*, int64_t step) {
+hh_status record_last_step(const hh_host*, int64_t step) {
   g_published_last_step = step;
+  return HH_OK;
 }
 int64_t unknown_last_step(const hh_host*) {
   return -1;

@@ -341,7 +341,8 @@ class FailurePolicyTest : public RuntimeTest,
 TEST_P(FailurePolicyTest, PolicyDecidesWhatHappensAndOthersKeepTheirCalls) {
   const auto [callback, throws] = GetParam();
   const bool in_end = std::string(callback) == "end";
-  for (FailurePolicy policy : {FailurePolicy::disable, FailurePolicy::stop, FailurePolicy::fail}) {
+  for (FailurePolicy policy : {FailurePolicy::keep_going, FailurePolicy::disable,
+                               FailurePolicy::stop, FailurePolicy::fail}) {
     SCOPED_TRACE(std::string(callback) + (throws ? " throws" : " returns an error") +
                  ", on_error=" + policy_name(policy));
     rt_.reset();  // the previous runtime's hooks trace their destroy first
@@ -352,17 +353,24 @@ TEST_P(FailurePolicyTest, PolicyDecidesWhatHappensAndOthersKeepTheirCalls) {
     add("bad", {{"fail_in", callback}}, 0, policy, throws ? scripted_ : c_recorder_);
     add("good");
     JobResult result = rt_->run_to_end();
-    Outcome expected = in_end                             ? Outcome::completed
-                       : policy == FailurePolicy::disable ? Outcome::completed
-                       : policy == FailurePolicy::stop    ? Outcome::stopped
-                                                          : Outcome::failed;
+    // A failure in end() cannot stop the job any more, but under `fail` it fails it, once every
+    // hook had its end().
+    Outcome expected = policy == FailurePolicy::fail         ? Outcome::failed
+                       : in_end                              ? Outcome::completed
+                       : policy == FailurePolicy::keep_going ? Outcome::completed
+                       : policy == FailurePolicy::disable    ? Outcome::completed
+                                                             : Outcome::stopped;
     EXPECT_EQ(result.outcome, expected) << result.reason;
 
-    // The failing hook got nothing after its failure but one end(failed).
     std::vector<std::string> bad = calls("bad");
     auto failed_at = std::find(bad.begin(), bad.end(), callback);
     ASSERT_NE(failed_at, bad.end());
-    if (!in_end) {
+    if (policy == FailurePolicy::keep_going) {
+      // `continue`: the failing hook keeps every call, as the other one does.
+      EXPECT_EQ(bad, calls("good"));
+      EXPECT_EQ(rt_->reports().at(0).disabled, false);
+    } else if (!in_end) {
+      // The failing hook got nothing after its failure but one end(failed).
       EXPECT_THAT(std::vector<std::string>(failed_at + 1, bad.end()), ElementsAre("end"));
       EXPECT_THAT(trace("bad").back(),
                   AllOf(HasSubstr("outcome=failed"), HasSubstr(std::string(callback) + " failed")));
@@ -393,6 +401,20 @@ INSTANTIATE_TEST_SUITE_P(AllCallbacks, FailurePolicyTest,
                          ::testing::Combine(::testing::Values("begin", "after_create_session",
                                                               "before_run", "after_run", "end"),
                                             ::testing::Bool()));
+
+TEST_F(RuntimeTest, FatalErrorDisablesTheHookEvenUnderContinue) {
+  session_.end_at = 3;
+  add("bad", {{"fail_in", "after_run"}, {"fatal", "true"}}, 0, FailurePolicy::keep_going,
+      c_recorder_);
+  add("good");
+  EXPECT_EQ(rt_->run_to_end().outcome, Outcome::completed);
+  const std::vector<std::string> bad = calls("bad"), good = calls("good");
+  EXPECT_EQ(std::count(bad.begin(), bad.end(), "after_run"), 1);
+  EXPECT_EQ(std::count(good.begin(), good.end(), "after_run"), 3);
+  EXPECT_TRUE(rt_->reports().at(0).disabled);
+  EXPECT_THAT(log_.str(), AllOf(HasSubstr("fatal error: the hook is disabled"),
+                                HasSubstr("on_error=continue")));
+}
 
 TEST_F(RuntimeTest, HookDisabledInBeforeRunContributesNothingToTheStep) {
   add("feeder", {{"feed", "learning_rate=0.9"}, {"fail_in", "before_run"}});

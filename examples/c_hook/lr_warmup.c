@@ -57,12 +57,9 @@ static hh_status warmup_before_run(hh_hook* hook, const hh_run_context* context,
   value =
       (float)(w->start_lr + (w->target_lr - w->start_lr) * (double)step / (double)w->warmup_steps);
 
-  memset(&feed, 0, sizeof feed);
-  feed.struct_size = HH_STRUCT_SIZE(hh_tensor, byte_size);
+  hh_tensor_init(&feed); /* struct_size, a CPU device, everything else zero */
   feed.name = w->tensor;
   feed.dtype = HH_DTYPE_F32;
-  feed.rank = 0;
-  feed.shape = NULL;
   feed.data = &value; /* the host copies the view before add_feed returns */
   feed.byte_size = sizeof value;
   if (request->add_feed(request, &feed) != HH_OK) {

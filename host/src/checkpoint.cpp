@@ -19,9 +19,11 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'H', 'H', 'C', 'K', 'P', 'T', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kOldestReadableFormat = 1;
 constexpr uint8_t kSectionWorkload = 1;
-constexpr uint8_t kSectionHook = 2;
+constexpr uint8_t kSectionHook = 2;        // format 1: bytes only, writer unknown
+constexpr uint8_t kSectionTaggedHook = 3;  // format 2: plugin id, state version, bytes
 constexpr char kIndexName[] = "checkpoint";
 
 template <typename T>
@@ -113,15 +115,24 @@ std::string encode(const Checkpoint& c) {
   put<uint32_t>(out, kFormatVersion);
   put<int64_t>(out, c.global_step);
   put<uint32_t>(out, static_cast<uint32_t>(1 + c.hook_states.size()));
-  auto section = [&](uint8_t kind, const std::string& name, const std::string& data) {
-    put<uint8_t>(out, kind);
-    put<uint32_t>(out, static_cast<uint32_t>(name.size()));
-    out += name;
-    put<uint64_t>(out, data.size());
-    out += data;
+  auto text = [&](const std::string& s) {
+    put<uint32_t>(out, static_cast<uint32_t>(s.size()));
+    out += s;
   };
-  section(kSectionWorkload, "", c.workload_state);
-  for (const auto& [name, data] : c.hook_states) section(kSectionHook, name, data);
+  auto data = [&](const std::string& s) {
+    put<uint64_t>(out, s.size());
+    out += s;
+  };
+  put<uint8_t>(out, kSectionWorkload);
+  text("");
+  data(c.workload_state);
+  for (const auto& [name, state] : c.hook_states) {
+    put<uint8_t>(out, kSectionTaggedHook);
+    text(name);
+    text(state.plugin_id);
+    put<uint32_t>(out, state.state_version);
+    data(state.bytes);
+  }
   put<uint32_t>(out, crc32c(out));
   return out;
 }
@@ -186,20 +197,25 @@ Checkpoint read_checkpoint(const fs::path& file) {
   Reader r(body, file);
   r.bytes(sizeof kMagic);
   const uint32_t version = r.get<uint32_t>();
-  if (version != kFormatVersion)
+  if (version < kOldestReadableFormat || version > kFormatVersion)
     throw std::runtime_error(file.string() + ": checkpoint format " + std::to_string(version) +
-                             " is not supported (this hookhost reads format 1)");
+                             " is not supported (this hookhost reads formats 1 and 2)");
   Checkpoint c;
   c.global_step = r.get<int64_t>();
   const uint32_t sections = r.get<uint32_t>();
   for (uint32_t i = 0; i < sections; ++i) {
     const uint8_t kind = r.get<uint8_t>();
     std::string name = r.bytes(r.get<uint32_t>());
-    std::string bytes = r.bytes(r.get<uint64_t>());
     if (kind == kSectionWorkload) {
-      c.workload_state = std::move(bytes);
-    } else if (kind == kSectionHook) {
-      c.hook_states.emplace(std::move(name), std::move(bytes));
+      c.workload_state = r.bytes(r.get<uint64_t>());
+    } else if (kind == kSectionHook && version == 1) {
+      c.hook_states.emplace(std::move(name), SavedHookState{"", 1, r.bytes(r.get<uint64_t>())});
+    } else if (kind == kSectionTaggedHook && version >= 2) {
+      SavedHookState state;
+      state.plugin_id = r.bytes(r.get<uint32_t>());
+      state.state_version = r.get<uint32_t>();
+      state.bytes = r.bytes(r.get<uint64_t>());
+      c.hook_states.emplace(std::move(name), std::move(state));
     } else {
       throw std::runtime_error(file.string() + ": unknown section kind " + std::to_string(kind));
     }

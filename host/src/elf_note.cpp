@@ -1,4 +1,5 @@
 #include "hookhost/host/elf_note.hpp"
+#include "hookhost/host/params.hpp"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -240,7 +241,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 std::string parse_param(std::string_view value, std::size_t line_no, PluginMetadata* m) {
   std::string where = "line " + std::to_string(line_no) + ": ";
   std::vector<std::string_view> fields = split(value, '\t');
-  if (fields.size() != 5) {
+  // Fields after the fifth are a later minor's: skipped.
+  if (fields.size() < 5) {
     return where + "param line has " + std::to_string(fields.size()) +
            " tab-separated fields, expected 5 (name, TYPE, FLAG, default, help)";
   }
@@ -263,6 +265,10 @@ std::string parse_param(std::string_view value, std::size_t line_no, PluginMetad
   }
   if (p.flag == ParamFlag::defaulted) p.default_value = std::string(fields[3]);
   p.help = std::string(fields[4]);
+  if (p.flag == ParamFlag::defaulted) {
+    if (std::string error = check_param_default(p); !error.empty())
+      return where + "param '" + p.name + "': " + error;
+  }
   m->params.push_back(std::move(p));
   return {};
 }
@@ -270,22 +276,57 @@ std::string parse_param(std::string_view value, std::size_t line_no, PluginMetad
 }  // namespace
 
 NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
-  constexpr std::size_t kHeader = 3 * sizeof(std::uint32_t);
-  if (descriptor.size() < kHeader) {
+  // The format word, then (format 2) the header size and the version words, all checked before
+  // the text: a plugin for a newer or other ABI must hear "upgrade" or "rebuild", not "malformed".
+  if (descriptor.size() < sizeof(std::uint32_t)) {
     return malformed("descriptor is " + std::to_string(descriptor.size()) +
-                     " bytes, shorter than its 12-byte header");
+                     " bytes, too short for its format word");
   }
-  std::uint32_t format = load_u32(descriptor.data());
+  const std::uint32_t format = load_u32(descriptor.data());
+  if (format == 1) {
+    return fail(
+        "built for a hookhost before ABI 1.0 (metadata note format 1) — rebuild the plugin "
+        "against this hookhost's plugin_api (ABI " +
+        std::to_string(HH_ABI_MAJOR) + "." + std::to_string(HH_ABI_MINOR) + ")");
+  }
   if (format != HH_NOTE_FORMAT) {
     return malformed("unknown note format " + std::to_string(format) + " (this host reads format " +
                      std::to_string(HH_NOTE_FORMAT) + ")");
   }
+  if (descriptor.size() < HH_NOTE_HEADER_SIZE_1_0) {
+    return malformed("descriptor is " + std::to_string(descriptor.size()) +
+                     " bytes, shorter than its " + std::to_string(HH_NOTE_HEADER_SIZE_1_0) +
+                     "-byte header");
+  }
+  const std::uint32_t header_size = load_u32(descriptor.data() + 4);
+  if (header_size < HH_NOTE_HEADER_SIZE_1_0 || header_size % 4 != 0 ||
+      header_size >= descriptor.size()) {
+    return malformed("header size " + std::to_string(header_size) + " is not a multiple of 4 " +
+                     "between " + std::to_string(HH_NOTE_HEADER_SIZE_1_0) + " and the " +
+                     std::to_string(descriptor.size()) + "-byte descriptor");
+  }
   PluginMetadata m;
-  m.abi_major = load_u32(descriptor.data() + 4);
-  m.abi_minor = load_u32(descriptor.data() + 8);
+  m.abi_major = load_u32(descriptor.data() + 8);
+  m.abi_minor = load_u32(descriptor.data() + 12);
+  m.min_abi_minor = load_u32(descriptor.data() + 16);
+  const std::string host_abi = std::to_string(HH_ABI_MAJOR) + "." + std::to_string(HH_ABI_MINOR);
+  if (m.abi_major != HH_ABI_MAJOR) {
+    return fail("built for hookhost ABI " + std::to_string(m.abi_major) + "." +
+                std::to_string(m.abi_minor) + "; this host supports ABI " + host_abi +
+                " (major versions must match) — rebuild the plugin against this hookhost");
+  }
+  if (m.min_abi_minor > m.abi_minor) {
+    return malformed("it needs host ABI 1." + std::to_string(m.min_abi_minor) +
+                     " but was built for 1." + std::to_string(m.abi_minor));
+  }
+  if (m.min_abi_minor > HH_ABI_MINOR) {
+    return fail("built for hookhost ABI 1." + std::to_string(m.min_abi_minor) +
+                ", this host supports " + host_abi +
+                ": upgrade the host (hookhost), or rebuild the plugin against ABI " + host_abi);
+  }
 
-  std::string_view text(reinterpret_cast<const char*>(descriptor.data() + kHeader),
-                        descriptor.size() - kHeader);
+  std::string_view text(reinterpret_cast<const char*>(descriptor.data() + header_size),
+                        descriptor.size() - header_size);
   std::size_t nul = text.find('\0');
   if (nul == std::string_view::npos) return malformed("text is not NUL-terminated");
   text = text.substr(0, nul);  // what follows is alignment padding
@@ -325,8 +366,7 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
       std::string error = parse_param(value, line_no, &m);
       if (!error.empty()) return malformed(error);
     }
-    // Other keys are skipped: a later ABI minor may add lines, and such a plugin deserves the
-    // "needs a newer host" message from discovery rather than "malformed".
+    // Other keys are skipped: a later ABI minor may add lines.
   }
   if (!have_id) return malformed("no id= line");
   if (!have_version) return malformed("no version= line");

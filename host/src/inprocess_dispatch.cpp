@@ -1,6 +1,8 @@
 #include <cstring>
 #include <exception>
 
+#include <hookhost/ext/device_values.h>
+
 #include "hookhost/host/hook_dispatch.hpp"
 
 namespace hookhost {
@@ -9,45 +11,90 @@ namespace {
 class InProcessDispatch final : public HookDispatch {
  public:
   InProcessDispatch(hh_hook* hook, std::string plugin_id, std::string plugin_file)
-      : hook_(hook), plugin_id_(std::move(plugin_id)), plugin_file_(std::move(plugin_file)) {}
+      : hook_(hook),
+        begin_(hook->begin),
+        after_create_session_(hook->after_create_session),
+        before_run_(hook->before_run),
+        after_run_(hook->after_run),
+        end_(hook->end),
+        destroy_(hook->destroy),
+        get_extension_(hook->get_extension),
+        plugin_id_(std::move(plugin_id)),
+        plugin_file_(std::move(plugin_file)) {}
 
   std::string plugin_id() const override { return plugin_id_; }
   std::string plugin_file() const override { return plugin_file_; }
 
+  bool implements(Callback callback) const override {
+    switch (callback) {
+      case Callback::begin: return begin_ != nullptr;
+      case Callback::after_create_session: return after_create_session_ != nullptr;
+      case Callback::before_run: return before_run_ != nullptr;
+      case Callback::after_run: return after_run_ != nullptr;
+      case Callback::end: return end_ != nullptr;
+    }
+    return false;
+  }
+
+  // Asks for the extensions this host uses; returns why an offered table was ignored.
+  std::string query_extensions() {
+    const void* table = extension(HH_EXTENSION_DEVICE_VALUES);
+    if (!table) return {};
+    const auto* ext = static_cast<const hh_device_values_extension*>(table);
+    if (ext->struct_size < HH_DEVICE_VALUES_EXTENSION_SIZE_1_0 || !ext->accepts)
+      return std::string("the hook offers ") + HH_EXTENSION_DEVICE_VALUES + " with struct_size " +
+             std::to_string(ext->struct_size) + " or without accepts(); ignoring it";
+    device_accepts_ = ext->accepts;
+    return {};
+  }
+
+  bool accepts_device(hh_device device) override {
+    if (device.type == HH_DEVICE_CPU) return true;
+    if (!device_accepts_) return false;
+    try {
+      return device_accepts_(hook_, device) != 0;
+    } catch (...) {
+      return false;
+    }
+  }
+
   CallResult begin() override {
-    return call([&](hh_error* err) { return hook_->begin(hook_, err); });
+    return call([&](hh_error* err) { return begin_(hook_, err); });
   }
   CallResult after_create_session(const hh_session_info& session) override {
-    return call([&](hh_error* err) { return hook_->after_create_session(hook_, &session, err); });
+    return call([&](hh_error* err) { return after_create_session_(hook_, &session, err); });
   }
   CallResult before_run(const hh_run_context& context, hh_run_request& request) override {
-    return call([&](hh_error* err) { return hook_->before_run(hook_, &context, &request, err); });
+    return call([&](hh_error* err) { return before_run_(hook_, &context, &request, err); });
   }
   CallResult after_run(const hh_run_context& context, const hh_run_values& values) override {
-    return call([&](hh_error* err) { return hook_->after_run(hook_, &context, &values, err); });
+    return call([&](hh_error* err) { return after_run_(hook_, &context, &values, err); });
   }
   CallResult end(const hh_end_info& info) override {
-    return call([&](hh_error* err) { return hook_->end(hook_, &info, err); });
+    return call([&](hh_error* err) { return end_(hook_, &info, err); });
   }
-  void destroy() override {
+  std::string destroy() override {
     try {
-      hook_->destroy(hook_);
+      destroy_(hook_);
+      return {};
+    } catch (const std::exception& e) {
+      return std::string("an exception escaped destroy(): ") + e.what();
     } catch (...) {
-      // A plugin that throws from destroy() has nothing left to report to.
+      return "an unknown exception escaped destroy()";
     }
   }
 
  private:
   template <typename Fn>
   CallResult call(Fn&& fn) {
-    hh_error err;
-    std::memset(&err, 0, sizeof err);
-    err.struct_size = HH_STRUCT_SIZE(hh_error, message);
+    err_.struct_size = HH_ERROR_SIZE;
+    err_.code = 0;
+    err_.message[0] = '\0';
     CallResult result;
     // Second line of defence: the SDK never lets an exception escape, but a hand-written C++
     // plugin might. Catching across the C boundary works with g++ in practice.
     try {
-      result.status = fn(&err);
+      result.status = fn(&err_);
     } catch (const std::exception& e) {
       result.status = HH_ERROR;
       result.message = std::string("exception escaped the plugin: ") + e.what();
@@ -62,17 +109,45 @@ class InProcessDispatch final : public HookDispatch {
       case HH_STOP_REQUESTED: break;
       case HH_ERROR:
       case HH_ERROR_FATAL:
-        err.message[HH_ERROR_MESSAGE_SIZE - 1] = '\0';
-        result.message = err.message[0] ? err.message : "(the plugin gave no message)";
+        result.code = err_.code;
+        result.message = message();
         break;
       default:
-        result.message = "unknown status " + std::to_string(result.status) + " (treated as error)";
+        result.message = "returned the undefined status " + std::to_string(result.status) +
+                         " (treated as HH_ERROR)";
+        if (err_.message[0]) result.message += ": " + message();
         result.status = HH_ERROR;
     }
     return result;
   }
 
+  // The plugin's text, cut at the buffer's end when it left no terminator.
+  std::string message() {
+    const size_t n = ::strnlen(err_.message, HH_ERROR_MESSAGE_SIZE);
+    std::string text = n ? std::string(err_.message, n) : "(the plugin gave no message)";
+    if (err_.code != 0) text += " (code " + std::to_string(err_.code) + ")";
+    return text;
+  }
+
   hh_hook* hook_;
+  decltype(hh_hook::begin) begin_;
+  decltype(hh_hook::after_create_session) after_create_session_;
+  decltype(hh_hook::before_run) before_run_;
+  decltype(hh_hook::after_run) after_run_;
+  decltype(hh_hook::end) end_;
+  decltype(hh_hook::destroy) destroy_;
+  decltype(hh_hook::get_extension) get_extension_;
+  const void* extension(const char* id) {
+    if (!get_extension_) return nullptr;
+    try {
+      return get_extension_(hook_, id);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
+  decltype(hh_device_values_extension::accepts) device_accepts_ = nullptr;
+  hh_error err_{};  // reused: only its first byte is cleared per call
   std::string plugin_id_;
   std::string plugin_file_;
 };
@@ -80,8 +155,12 @@ class InProcessDispatch final : public HookDispatch {
 }  // namespace
 
 std::unique_ptr<HookDispatch> make_inprocess_dispatch(hh_hook* hook, std::string plugin_id,
-                                                      std::string plugin_file) {
-  return std::make_unique<InProcessDispatch>(hook, std::move(plugin_id), std::move(plugin_file));
+                                                      std::string plugin_file, std::string* warn) {
+  auto dispatch =
+      std::make_unique<InProcessDispatch>(hook, std::move(plugin_id), std::move(plugin_file));
+  std::string problem = dispatch->query_extensions();
+  if (warn) *warn = std::move(problem);
+  return dispatch;
 }
 
 }  // namespace hookhost

@@ -70,9 +70,13 @@ std::string first_difference(const PluginMetadata& note, const PluginMetadata& e
   if (note.description != entry.description) {
     return differ("description", quote(note.description), quote(entry.description));
   }
-  if (note.abi_major != entry.abi_major || note.abi_minor != entry.abi_minor) {
-    return differ("ABI", abi_text(note.abi_major, note.abi_minor),
-                  abi_text(entry.abi_major, entry.abi_minor));
+  if (note.abi_major != entry.abi_major || note.abi_minor != entry.abi_minor ||
+      note.min_abi_minor != entry.min_abi_minor) {
+    return differ("ABI (built for, runs on)",
+                  abi_text(note.abi_major, note.abi_minor) + ", " +
+                      abi_text(note.abi_major, note.min_abi_minor),
+                  abi_text(entry.abi_major, entry.abi_minor) + ", " +
+                      abi_text(entry.abi_major, entry.min_abi_minor));
   }
   if (note.params.size() != entry.params.size()) {
     return "note declares " + std::to_string(note.params.size()) + " parameters, entry declares " +
@@ -107,21 +111,21 @@ std::shared_ptr<const LoadedPlugin> check_entry(const boost::dll::shared_library
                     rebuild);
   }
   const auto& entry = library.get<const hh_plugin_entry>(HH_ENTRY_SYMBOL);
-  if (entry.struct_size < HH_PLUGIN_ENTRY_SIZE) {
+  if (entry.struct_size < HH_PLUGIN_ENTRY_SIZE_1_0) {
     throw LoadError(HH_ENTRY_SYMBOL " is too small: struct_size " +
-                    std::to_string(entry.struct_size) + ", this host needs at least " +
-                    std::to_string(HH_PLUGIN_ENTRY_SIZE) + rebuild);
+                    std::to_string(entry.struct_size) + ", below the ABI 1.0 size " +
+                    std::to_string(HH_PLUGIN_ENTRY_SIZE_1_0) + rebuild);
   }
-  if (!hh_abi_is_compatible(entry.abi_major, entry.abi_minor)) {
+  if (!hh_abi_is_compatible(entry.abi_major, entry.min_abi_minor)) {
     throw LoadError(HH_ENTRY_SYMBOL " is built for hookhost ABI " +
-                    abi_text(entry.abi_major, entry.abi_minor) + "; this host supports ABI " +
-                    abi_text(HH_ABI_MAJOR, HH_ABI_MINOR) + " (same major, minor not newer)" +
-                    rebuild);
+                    abi_text(entry.abi_major, entry.min_abi_minor) + "; this host supports ABI " +
+                    abi_text(HH_ABI_MAJOR, HH_ABI_MINOR) + rebuild);
   }
   if (!entry.create) throw LoadError(HH_ENTRY_SYMBOL " has no create function" + rebuild);
+  if (entry.state_version == 0) throw LoadError(HH_ENTRY_SYMBOL " has state_version 0 (>= 1)");
 
-  // The entry's parameter table is only read as far as the note vouches for, and each
-  // descriptor is checked before metadata_from_entry copies it.
+  // The entry's parameter table is only read as far as the note vouches for, with the entry's
+  // own stride, and each descriptor is checked before metadata_from_entry copies it.
   const PluginMetadata& note = plugin.metadata;
   auto disagree = [&](const std::string& what) {
     return LoadError("its note and its entry symbol disagree: " + what +
@@ -133,11 +137,18 @@ std::shared_ptr<const LoadedPlugin> check_entry(const boost::dll::shared_library
                    " parameters, entry declares " + std::to_string(entry.param_count));
   }
   if (entry.param_count > 0 && !entry.params) throw disagree("entry's parameter table is null");
+  if (entry.param_count > 0 && entry.param_stride < HH_PARAM_DESC_SIZE_1_0) {
+    throw disagree("entry's param_stride " + std::to_string(entry.param_stride) +
+                   " is below the ABI 1.0 size of hh_param_desc (" +
+                   std::to_string(HH_PARAM_DESC_SIZE_1_0) + ")");
+  }
   for (uint32_t i = 0; i < entry.param_count; ++i) {
-    const hh_param_desc& d = entry.params[i];
+    const hh_param_desc& d = *hh_entry_param(&entry, i);
     const std::string which = "entry parameter " + std::to_string(i + 1);
-    if (d.struct_size < HH_PARAM_DESC_SIZE) {
-      throw disagree(which + " has struct_size " + std::to_string(d.struct_size));
+    if (d.struct_size < HH_PARAM_DESC_SIZE_1_0 || d.struct_size > entry.param_stride) {
+      throw disagree(which + " has struct_size " + std::to_string(d.struct_size) + " (between " +
+                     std::to_string(HH_PARAM_DESC_SIZE_1_0) + " and the stride " +
+                     std::to_string(entry.param_stride) + " expected)");
     }
     if (d.type < HH_PARAM_TYPE_BOOL || d.type > HH_PARAM_TYPE_STRING_LIST) {
       throw disagree(which + " has unknown type " + std::to_string(d.type));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <sstream>
 
 namespace hookhost {
@@ -69,10 +70,9 @@ const ResolvedParams::Value* ResolvedParams::find(const std::string& name) const
   return nullptr;
 }
 
-std::vector<hh_param_value> ResolvedParams::c_values() const {
-  std::vector<hh_param_value> out;
-  list_storage_.clear();
-  list_storage_.reserve(values_.size());
+ResolvedParams::CValues ResolvedParams::c_values() const {
+  CValues out;
+  out.list_items.reserve(values_.size());
   for (const auto& v : values_) {
     hh_param_value c{};
     c.struct_size = HH_PARAM_VALUE_SIZE;
@@ -83,13 +83,34 @@ std::vector<hh_param_value> ResolvedParams::c_values() const {
     c.int_value = v.i;
     c.float_value = v.f;
     c.string_value = v.s.c_str();
-    auto& items = list_storage_.emplace_back();
+    auto& items = out.list_items.emplace_back();
     for (const auto& item : v.list) items.push_back(item.c_str());
     c.list_items = items.empty() ? nullptr : items.data();
     c.list_count = static_cast<uint32_t>(items.size());
-    out.push_back(c);
+    out.values.push_back(c);
   }
   return out;
+}
+
+std::string check_param_default(const ParamSpec& spec) {
+  const po::value_semantic* semantic = semantic_for(spec.type);
+  if (!semantic) return "unknown type";
+  po::options_description desc;
+  desc.add_options()(spec.name.c_str(), semantic, "");
+  po::parsed_options parsed(&desc);
+  parsed.options.emplace_back(spec.name, std::vector<std::string>{spec.default_value});
+  po::variables_map vm;
+  try {
+    po::store(parsed, vm);
+  } catch (const po::error&) {
+    return "the default '" + spec.default_value + "' is not " + expected_text(spec.type) +
+           " — the plugin's author must fix its parameter list";
+  }
+  if (spec.type == HH_PARAM_TYPE_FLOAT && !std::isfinite(vm[spec.name].as<double>()))
+    return "the default '" + spec.default_value +
+           "' is not a finite number — the plugin's "
+           "author must fix its parameter list";
+  return {};
 }
 
 ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& instance,

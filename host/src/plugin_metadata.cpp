@@ -44,10 +44,11 @@ PluginMetadata metadata_from_entry(const hh_plugin_entry& entry) {
   m.description = text_or_empty(entry.description);
   m.abi_major = entry.abi_major;
   m.abi_minor = entry.abi_minor;
+  m.min_abi_minor = entry.min_abi_minor;
   if (entry.params) {
     m.params.reserve(entry.param_count);
     for (uint32_t i = 0; i < entry.param_count; ++i) {
-      const hh_param_desc& d = entry.params[i];
+      const hh_param_desc& d = *hh_entry_param(&entry, i);
       ParamSpec p;
       p.name = text_or_empty(d.name);
       p.type = d.type;

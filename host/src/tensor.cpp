@@ -8,8 +8,8 @@ namespace {
 
 template <typename T>
 Tensor make_scalar(hh_dtype dtype, T value) {
-  hh_tensor v{};
-  v.struct_size = HH_STRUCT_SIZE(hh_tensor, byte_size);
+  hh_tensor v;
+  hh_tensor_init(&v);
   v.name = "";
   v.dtype = dtype;
   v.data = &value;
@@ -17,7 +17,101 @@ Tensor make_scalar(hh_dtype dtype, T value) {
   return Tensor::from_view(v);
 }
 
+std::string device_text(hh_device d) {
+  return std::to_string(d.type) + ":" + std::to_string(d.id);
+}
+
+bool known_device(int32_t type) {
+  return type == HH_DEVICE_CPU || type == HH_DEVICE_CUDA || type == HH_DEVICE_CUDA_HOST ||
+         type == HH_DEVICE_ROCM;
+}
+
+// The bytes a strided layout reaches from `data`: (max offset + 1) elements, or 0 when empty.
+bool strided_extent(const hh_tensor& v, size_t element, size_t* bytes) {
+  size_t last = 0;
+  for (uint32_t d = 0; d < v.rank; ++d) {
+    if (v.shape[d] == 0) {
+      *bytes = 0;
+      return true;
+    }
+    size_t step = 0;
+    if (__builtin_mul_overflow(static_cast<size_t>(v.shape[d] - 1),
+                               static_cast<size_t>(v.strides[d]), &step) ||
+        __builtin_add_overflow(last, step, &last))
+      return false;
+  }
+  return !__builtin_add_overflow(last, size_t{1}, &last) &&
+         !__builtin_mul_overflow(last, element, bytes);
+}
+
 }  // namespace
+
+std::string check_name(const char* name) {
+  if (!name) return "the name is NULL";
+  if (::strnlen(name, HH_MAX_NAME_LENGTH + 1) > HH_MAX_NAME_LENGTH)
+    return "the name is longer than " + std::to_string(HH_MAX_NAME_LENGTH) + " bytes";
+  return {};
+}
+
+std::string check_view(const hh_tensor& v) {
+  if (v.struct_size < HH_TENSOR_SIZE_1_0)
+    return "struct_size is " + std::to_string(v.struct_size) + ", below the ABI 1.0 size " +
+           std::to_string(HH_TENSOR_SIZE_1_0) + " (initialise views with hh_tensor_init)";
+  if (std::string e = check_name(v.name); !e.empty()) return "name: " + e;
+  const size_t element = hh_dtype_size(v.dtype);
+  if (element == 0) return "dtype " + std::to_string(v.dtype) + " is not a known HH_DTYPE_*";
+  if (v.rank > HH_MAX_RANK)
+    return "rank " + std::to_string(v.rank) + " is above HH_MAX_RANK (" +
+           std::to_string(HH_MAX_RANK) + ")";
+  if (v.rank > 0 && !v.shape) return "shape is NULL for rank " + std::to_string(v.rank);
+  for (uint32_t d = 0; d < v.rank; ++d)
+    if (v.shape[d] < 0)
+      return "shape[" + std::to_string(d) + "] is negative (" + std::to_string(v.shape[d]) + ")";
+  size_t count = 0;
+  if (!hh_tensor_element_count_checked(&v, &count)) return "the element count overflows size_t";
+  size_t contiguous_bytes = 0;
+  if (__builtin_mul_overflow(count, element, &contiguous_bytes))
+    return "the byte size of " + std::to_string(count) + " elements overflows size_t";
+  if (!known_device(v.device.type))
+    return "device.type " + std::to_string(v.device.type) +
+           " is not a known HH_DEVICE_* (initialise views with hh_tensor_init)";
+  if (v.device.id < 0) return "device.id is negative (" + std::to_string(v.device.id) + ")";
+  if (v.strides) {
+    if (v.dtype == HH_DTYPE_STRING) return "strides must be NULL for a string tensor";
+    for (uint32_t d = 0; d < v.rank; ++d)
+      if (v.strides[d] < 0)
+        return "strides[" + std::to_string(d) + "] is negative (" + std::to_string(v.strides[d]) +
+               "); ABI 1.0 views have non-negative strides";
+    size_t reach = 0;
+    if (!strided_extent(v, element, &reach)) return "the strided extent overflows size_t";
+    if (v.byte_size < reach)
+      return "byte_size " + std::to_string(v.byte_size) + " is smaller than the " +
+             std::to_string(reach) + " bytes its shape and strides reach";
+  } else if (v.byte_size != contiguous_bytes) {
+    return "byte_size " + std::to_string(v.byte_size) + " does not match " + std::to_string(count) +
+           " elements of " + hh_dtype_name(v.dtype) + " (" + std::to_string(contiguous_bytes) +
+           " bytes)";
+  }
+  if (count > 0 && !v.data) return "data is NULL for " + std::to_string(count) + " elements";
+  if (v.device.type != HH_DEVICE_CPU) return {};  // device memory is not ours to read
+  if (v.dtype == HH_DTYPE_BOOL) {
+    hh_tensor probe = v;
+    for (size_t i = 0; i < count; ++i) {
+      const auto* p = static_cast<const uint8_t*>(v.data) + hh_tensor_element_offset(&probe, i);
+      if (*p > 1)
+        return "bool element " + std::to_string(i) + " is " + std::to_string(*p) +
+               " (bool elements are 0 or 1)";
+    }
+  }
+  if (v.dtype == HH_DTYPE_STRING) {
+    const auto* items = static_cast<const hh_str*>(v.data);
+    for (size_t i = 0; i < count; ++i)
+      if (!items[i].data && items[i].size > 0)
+        return "string element " + std::to_string(i) + " has NULL data and size " +
+               std::to_string(items[i].size);
+  }
+  return {};
+}
 
 Tensor Tensor::scalar_f32(float v) {
   return make_scalar(HH_DTYPE_F32, v);
@@ -53,29 +147,51 @@ Tensor Tensor::string(std::string v) {
 }
 
 Tensor Tensor::from_view(const hh_tensor& view) {
-  if (view.rank > HH_MAX_RANK) throw std::invalid_argument("tensor rank above HH_MAX_RANK");
-  if (view.rank > 0 && !view.shape) throw std::invalid_argument("tensor shape is NULL");
-  for (uint32_t i = 0; i < view.rank; ++i)
-    if (view.shape[i] < 0) throw std::invalid_argument("negative tensor extent");
-  const size_t element = hh_dtype_size(view.dtype);
-  if (element == 0) throw std::invalid_argument("unknown dtype " + std::to_string(view.dtype));
+  if (std::string error = check_view(view); !error.empty()) throw std::invalid_argument(error);
+  if (view.device.type != HH_DEVICE_CPU)
+    throw std::invalid_argument("device " + device_text(view.device) +
+                                " is not the CPU: the host copies fed values, so they must be in "
+                                "host memory (HH_DEVICE_CPU)");
   Tensor t;
   t.dtype_ = view.dtype;
   t.shape_.assign(view.shape, view.shape + view.rank);
   const size_t count = t.element_count();
-  if (view.byte_size != count * element)
-    throw std::invalid_argument("byte_size " + std::to_string(view.byte_size) + " does not match " +
-                                std::to_string(count) + " elements of " +
-                                hh_dtype_name(view.dtype));
-  if (count > 0 && !view.data) throw std::invalid_argument("tensor data is NULL");
   if (view.dtype == HH_DTYPE_STRING) {
     const auto* items = static_cast<const hh_str*>(view.data);
-    for (size_t i = 0; i < count; ++i) t.strings_.emplace_back(items[i].data, items[i].size);
+    t.strings_.reserve(count);
+    for (size_t i = 0; i < count; ++i)
+      t.strings_.emplace_back(items[i].data ? items[i].data : "", items[i].size);
     t.rebuild_string_views();
-  } else {
-    t.bytes_.resize(view.byte_size);
-    if (view.byte_size) std::memcpy(t.bytes_.data(), view.data, view.byte_size);
+    return t;
   }
+  const size_t element = hh_dtype_size(view.dtype);
+  t.bytes_.resize(count * element);
+  if (!view.strides) {
+    if (count) std::memcpy(t.bytes_.data(), view.data, t.bytes_.size());
+  } else {
+    for (size_t i = 0; i < count; ++i)
+      std::memcpy(
+          t.bytes_.data() + i * element,
+          static_cast<const std::byte*>(view.data) + hh_tensor_element_offset(&view, i) * element,
+          element);
+  }
+  return t;
+}
+
+Tensor Tensor::borrow(const hh_tensor& view, std::shared_ptr<const void> owner) {
+  if (std::string error = check_view(view); !error.empty()) throw std::invalid_argument(error);
+  if (view.dtype == HH_DTYPE_STRING) {
+    Tensor copy = from_view(view);  // strings are small and need their own storage anyway
+    return copy;
+  }
+  Tensor t;
+  t.dtype_ = view.dtype;
+  t.shape_.assign(view.shape, view.shape + view.rank);
+  if (view.strides) t.strides_.assign(view.strides, view.strides + view.rank);
+  t.device_ = view.device;
+  t.data_ = view.data;
+  t.byte_size_ = view.byte_size;
+  t.owner_ = std::move(owner);
   return t;
 }
 
@@ -91,15 +207,20 @@ double Tensor::as_double(size_t i) const {
 }
 
 hh_tensor Tensor::view(const char* name) const {
-  hh_tensor v{};
-  v.struct_size = HH_STRUCT_SIZE(hh_tensor, byte_size);
+  hh_tensor v;
+  hh_tensor_init(&v);
   v.name = name;
   v.dtype = dtype_;
   v.rank = static_cast<uint32_t>(shape_.size());
   v.shape = shape_.empty() ? nullptr : shape_.data();
+  v.device = device_;
   if (dtype_ == HH_DTYPE_STRING) {
     v.data = string_views_.data();
     v.byte_size = string_views_.size() * sizeof(hh_str);
+  } else if (data_) {
+    v.strides = strides_.empty() ? nullptr : strides_.data();
+    v.data = data_;
+    v.byte_size = byte_size_;
   } else {
     v.data = bytes_.data();
     v.byte_size = bytes_.size();
@@ -113,7 +234,15 @@ void Tensor::rebuild_string_views() {
 }
 
 Tensor::Tensor(const Tensor& other)
-    : dtype_(other.dtype_), shape_(other.shape_), bytes_(other.bytes_), strings_(other.strings_) {
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      bytes_(other.bytes_),
+      strings_(other.strings_),
+      device_(other.device_),
+      strides_(other.strides_),
+      data_(other.data_),
+      byte_size_(other.byte_size_),
+      owner_(other.owner_) {
   rebuild_string_views();
 }
 
@@ -123,6 +252,11 @@ Tensor& Tensor::operator=(const Tensor& other) {
     shape_ = other.shape_;
     bytes_ = other.bytes_;
     strings_ = other.strings_;
+    device_ = other.device_;
+    strides_ = other.strides_;
+    data_ = other.data_;
+    byte_size_ = other.byte_size_;
+    owner_ = other.owner_;
     rebuild_string_views();
   }
   return *this;

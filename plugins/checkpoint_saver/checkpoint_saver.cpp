@@ -58,7 +58,7 @@ class CheckpointSaver : public hookhost::Hook {
                             "'\\', '\"' or newline)");
 
     service_ = host().service<hh_checkpoint_service>(HH_SERVICE_CHECKPOINT);
-    if (!service_ || service_->struct_size < HH_CHECKPOINT_SERVICE_SIZE || !service_->save)
+    if (!service_ || service_->struct_size < HH_CHECKPOINT_SERVICE_SIZE_1_0 || !service_->save)
       throw hookhost::Error("the host offers no " HH_SERVICE_CHECKPOINT " service");
   }
 
@@ -88,9 +88,7 @@ class CheckpointSaver : public hookhost::Hook {
 
   void save(int64_t step, const std::string& note) {
     char path[4096] = {};
-    hh_error err;
-    std::memset(&err, 0, sizeof err);
-    err.struct_size = HH_STRUCT_SIZE(hh_error, message);
+    hh_error err = hookhost::make_error();
     const hh_status status =
         service_->save(host().raw(), dir_.empty() ? nullptr : dir_.c_str(), basename_.c_str(),
                        max_to_keep_, path, sizeof path, &err);

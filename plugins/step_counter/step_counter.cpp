@@ -50,7 +50,7 @@ class StepCounter : public hookhost::Hook {
   void begin() override {
     if (!write_summaries_) return;
     summaries_ = host().service<hh_summary_service>(HH_SERVICE_SUMMARY);
-    if (!summaries_ || summaries_->struct_size < HH_SUMMARY_SERVICE_SIZE)
+    if (!summaries_ || summaries_->struct_size < HH_SUMMARY_SERVICE_SIZE_1_0)
       throw hookhost::Error("the host does not offer the summary service " HH_SERVICE_SUMMARY);
   }
 
@@ -96,7 +96,7 @@ class StepCounter : public hookhost::Hook {
 
   template <typename ServiceCall>
   static void call(ServiceCall&& service_call) {
-    hh_error err{};
+    hh_error err = hookhost::make_error();
     if (service_call(&err) != HH_OK)
       throw hookhost::Error(std::string("cannot write the step rate summary: ") + err.message);
   }

@@ -43,8 +43,9 @@ class StopAtStep : public hookhost::Hook {
     }
     host().save_state_map({{kLastStepKey, std::to_string(*last_step_)}});
     if (auto* steps = host().service<hh_steps_service>(HH_SERVICE_STEPS);
-        steps && steps->struct_size >= HH_STEPS_SERVICE_SIZE && steps->publish_last_step)
-      steps->publish_last_step(host().raw(), *last_step_);
+        steps && steps->struct_size >= HH_STEPS_SERVICE_SIZE_1_0 &&
+        steps->publish_last_step(host().raw(), *last_step_) != HH_OK)
+      host().warn("the host refused to publish the last step " + std::to_string(*last_step_));
     // Beyond TensorFlow: a job resumed at or past its limit stops before running another step.
     if (session.global_step >= *last_step_) stop(session.global_step);
   }

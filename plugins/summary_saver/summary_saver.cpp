@@ -40,7 +40,7 @@ class SummarySaver : public hookhost::Hook {
 
   void begin() override {
     summaries_ = host().service<hh_summary_service>(HH_SERVICE_SUMMARY);
-    if (!summaries_ || summaries_->struct_size < HH_SUMMARY_SERVICE_SIZE)
+    if (!summaries_ || summaries_->struct_size < HH_SUMMARY_SERVICE_SIZE_1_0)
       throw hookhost::Error("the host does not offer the summary service " HH_SERVICE_SUMMARY);
     next_step_.reset();
   }
@@ -76,17 +76,17 @@ class SummarySaver : public hookhost::Hook {
   const char* dir() const { return output_dir_.empty() ? nullptr : output_dir_.c_str(); }
 
   void write_session_start(int64_t step) const {
-    hh_error err{};
+    hh_error err = hookhost::make_error();
     check(
         summaries_->add_session_log(host().raw(), dir(), HH_SESSION_LOG_START, nullptr, step, &err),
         err);
   }
   void write_scalar(const std::string& tag, double value, int64_t step) const {
-    hh_error err{};
+    hh_error err = hookhost::make_error();
     check(summaries_->add_scalar(host().raw(), dir(), tag.c_str(), value, step, &err), err);
   }
   void flush() const {
-    hh_error err{};
+    hh_error err = hookhost::make_error();
     check(summaries_->flush(host().raw(), dir(), &err), err);
   }
   static void check(hh_status status, const hh_error& err) {

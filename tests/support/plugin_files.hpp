@@ -33,8 +33,8 @@ inline fs::path truncated_copy(const fs::path& source, const fs::path& dir, cons
 
 // Offset of the hookhost note's header (namesz field) in a plugin file's bytes.
 inline std::size_t find_hookhost_note(const std::string& content) {
-  // name "hookhost" padded to 12 bytes, then the descriptor's format field (1).
-  static const std::string kOwner("hookhost\0\0\0\0\1\0\0\0", 16);
+  // name "hookhost" padded to 12 bytes, then the descriptor's format field (2).
+  static const std::string kOwner("hookhost\0\0\0\0\2\0\0\0", 16);
   std::size_t pos = content.find(kOwner);
   if (pos == std::string::npos || pos < 12) throw std::runtime_error("no hookhost note found");
   return pos - 12;

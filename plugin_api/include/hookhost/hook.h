@@ -5,14 +5,20 @@
  *          -> (before_run -> after_run)* -> end (exactly once) -> destroy (exactly once)
  * A step whose session call failed gets no after_run. A hook disabled after a failure (in any call,
  * begin included) gets no further calls except end() with outcome HH_OUTCOME_FAILED, then
- * destroy(). Every instance whose begin() was called gets exactly one end().
+ * destroy(). Every instance whose begin() was called gets exactly one end(). What each returned
+ * status does is stated in status.h.
+ *
+ * A callback left NULL is not implemented: the host never calls it, costs nothing for it, and
+ * treats it as returning HH_OK (a NULL before_run fetches nothing; its after_run, when set, is
+ * still called with no values). Only destroy is required. The host copies the callback pointers
+ * once, when create() returns: changing them later has no effect.
  *
  * Threading: the host serialises all calls on one instance ([hook-thread]), but the OS thread may
  * change between calls, so a plugin must not keep state in thread-locals between calls.
  * Different instances may be called concurrently.
  *
- * Errors: every call returns HH_OK, HH_STOP_REQUESTED, or HH_ERROR / HH_ERROR_FATAL with a message
- * in `err`. Nothing else may cross the boundary: no C++ exception, no longjmp. */
+ * Errors: every call returns a status, with a message in `err` for HH_ERROR / HH_ERROR_FATAL.
+ * Nothing else may cross the boundary: no C++ exception, no longjmp. */
 #ifndef HOOKHOST_HOOK_H
 #define HOOKHOST_HOOK_H
 
@@ -24,39 +30,45 @@ HH_EXTERN_C_BEGIN
 /* Given to after_create_session. */
 typedef struct hh_session_info {
   uint32_t struct_size;
-  int64_t global_step; /* the global step of the new session (restored from a checkpoint or 0) */
   uint32_t creation;   /* 1 for the first session, 2 after the first recovery, ... */
+  int64_t global_step; /* the global step of the new session (restored from a checkpoint or 0) */
 } hh_session_info;
 
-/* Given to before_run and after_run of one step; the same values in both. */
+/* Given to before_run and after_run of one step; the same values in both, except stop_requested. */
 typedef struct hh_run_context {
   uint32_t struct_size;
-  int64_t global_step; /* the global step read before this step ran (TensorFlow's "stale" step) */
-  int64_t iteration;   /* how many steps this job has run before this one in this process */
   int32_t stop_requested; /* nonzero when a stop was requested before this call */
+  int64_t global_step;    /* the global step read before this step ran (TensorFlow's "stale"
+                           * step) */
+  int64_t iteration;      /* how many steps this job has run before this one in this process */
 } hh_run_context;
 
-/* Filled by a hook in before_run. Host-owned; valid only during before_run. */
+/* Filled by a hook in before_run. Host-owned; usable only during that before_run, on its thread:
+ * a call through a request kept past it is refused (HH_ERROR) and logged as plugin misbehaviour. */
 typedef struct hh_run_request {
   uint32_t struct_size;
   void* host_data; /* reserved for the host */
 
-  /* Adds a fetch by tensor name; its value arrives in this hook's after_run. The name is copied.
-   * Returns HH_ERROR when the workload provides no such tensor (the message says which it has). */
+  /* Adds a fetch by tensor name (NUL-terminated, at most HH_MAX_NAME_LENGTH bytes); its value
+   * arrives in this hook's after_run. The name is copied. Returns HH_ERROR when the workload
+   * provides no such tensor (the host's message says which it has); that fails this before_run. */
   hh_status (*add_fetch)(struct hh_run_request* request, const char* name);
 
-  /* Adds a feed: the value replaces the named tensor for this step. The view is copied. A feed of
-   * a tensor already fed by an earlier hook or by the caller is a conflict and fails this hook's
-   * before_run. */
+  /* Adds a feed: the value replaces the named tensor for this step. The view is validated (see
+   * docs/abi.md: struct_size, dtype, rank, extents, strides, byte_size, data, string elements) and
+   * copied. An invalid view, or a feed of a tensor already fed by an earlier hook or by the caller
+   * (a conflict), returns HH_ERROR and fails this before_run. */
   hh_status (*add_feed)(struct hh_run_request* request, const hh_tensor* value);
 } hh_run_request;
 
 /* Given to after_run: exactly the values this hook fetched, in the order requested. Host-owned;
- * valid only during after_run. */
+ * valid only during after_run. Read element i with hh_run_value(values, i): the array's stride is
+ * tensor_stride, which may be larger than your sizeof(hh_tensor). */
 typedef struct hh_run_values {
   uint32_t struct_size;
-  const hh_tensor* tensors;
   uint32_t count;
+  const hh_tensor* tensors;
+  uint32_t tensor_stride; /* bytes from one element to the next */
 } hh_run_values;
 
 /* How the job ended. */
@@ -67,10 +79,10 @@ typedef int32_t hh_outcome;
 
 typedef int32_t hh_stop_cause;
 #define HH_STOP_CAUSE_NONE 0
-#define HH_STOP_CAUSE_HOOK 1       /* a hook requested it */
-#define HH_STOP_CAUSE_STEP_LIMIT 2 /* the host's or workload's step limit */
-#define HH_STOP_CAUSE_SIGNAL 3     /* SIGINT or SIGTERM */
-#define HH_STOP_CAUSE_HOST 4       /* the embedding program asked */
+#define HH_STOP_CAUSE_HOOK 1 /* a hook requested it (a step limit hook included) */
+/* 2 is reserved and never produced. */
+#define HH_STOP_CAUSE_SIGNAL 3 /* SIGINT or SIGTERM */
+#define HH_STOP_CAUSE_HOST 4   /* the embedding program asked */
 
 /* Given to end(). Beyond TensorFlow: end() is always delivered, and says how the job ended. */
 typedef struct hh_end_info {
@@ -92,15 +104,16 @@ static inline const char* hh_outcome_name(hh_outcome outcome) {
 }
 
 /* One hook instance, created by hh_plugin_entry.create. The plugin owns this struct and everything
- * it points to until destroy() returns. */
+ * it points to until destroy() returns. Every callback but destroy may be NULL. */
 typedef struct hh_hook {
-  uint32_t struct_size;
-  void* hook_data; /* reserved for the plugin; the host never reads it */
+  uint32_t struct_size; /* HH_HOOK_SIZE */
+  void* hook_data;      /* reserved for the plugin; the host never reads it */
 
   /* Once, before the first session exists. [hook-thread & created] */
   hh_status (*begin)(struct hh_hook* hook, hh_error* err);
 
-  /* After each session creation, the first and every recovery. [hook-thread & begun] */
+  /* After each session creation, the first and every recovery (session->creation > 1).
+   * [hook-thread & begun] */
   hh_status (*after_create_session)(struct hh_hook* hook, const hh_session_info* session,
                                     hh_error* err);
 
@@ -117,32 +130,53 @@ typedef struct hh_hook {
   /* Exactly once, last: how the job (or this hook) ended. [hook-thread & after begin] */
   hh_status (*end)(struct hh_hook* hook, const hh_end_info* info, hh_error* err);
 
-  /* Frees the instance. Must join any thread the plugin started; must not call the host.
-   * [hook-thread & after end, or when begin was never called] */
+  /* Frees the instance. Required (never NULL). Must join any thread the plugin started; must not
+   * call the host. [hook-thread & after end, or when begin was never called] */
   void (*destroy)(struct hh_hook* hook);
+
+  /* An optional interface this instance offers the host, by versioned id ("hh.<name>/N", see
+   * hookhost/ext/), or NULL. May itself be NULL (no extensions). The host asks once, right after
+   * create(); the returned table starts with its struct_size and must stay valid until destroy().
+   * [hook-thread & created] */
+  const void* (*get_extension)(const struct hh_hook* hook, const char* extension_id);
 } hh_hook;
 
-#define HH_HOOK_SIZE HH_STRUCT_SIZE(hh_hook, destroy)
-#define HH_SESSION_INFO_SIZE HH_STRUCT_SIZE(hh_session_info, creation)
-#define HH_RUN_CONTEXT_SIZE HH_STRUCT_SIZE(hh_run_context, stop_requested)
+#define HH_HOOK_SIZE HH_STRUCT_SIZE(hh_hook, get_extension)
+#define HH_SESSION_INFO_SIZE HH_STRUCT_SIZE(hh_session_info, global_step)
+#define HH_RUN_CONTEXT_SIZE HH_STRUCT_SIZE(hh_run_context, iteration)
 #define HH_RUN_REQUEST_SIZE HH_STRUCT_SIZE(hh_run_request, add_feed)
-#define HH_RUN_VALUES_SIZE HH_STRUCT_SIZE(hh_run_values, count)
+#define HH_RUN_VALUES_SIZE HH_STRUCT_SIZE(hh_run_values, tensor_stride)
 #define HH_END_INFO_SIZE HH_STRUCT_SIZE(hh_end_info, global_step)
+
+/* The ABI 1.0 sizes: the smallest struct_size a reader ever accepts. */
+#define HH_HOOK_SIZE_1_0 HH_STRUCT_SIZE(hh_hook, get_extension)
+#define HH_SESSION_INFO_SIZE_1_0 HH_STRUCT_SIZE(hh_session_info, global_step)
+#define HH_RUN_CONTEXT_SIZE_1_0 HH_STRUCT_SIZE(hh_run_context, iteration)
+#define HH_RUN_REQUEST_SIZE_1_0 HH_STRUCT_SIZE(hh_run_request, add_feed)
+#define HH_RUN_VALUES_SIZE_1_0 HH_STRUCT_SIZE(hh_run_values, tensor_stride)
+#define HH_END_INFO_SIZE_1_0 HH_STRUCT_SIZE(hh_end_info, global_step)
+
+/* Value `i` (< values->count) of an after_run, read with the producer's stride. */
+static inline const hh_tensor* hh_run_value(const hh_run_values* values, uint32_t i) {
+  return (const hh_tensor*)(const void*)((const char*)values->tensors +
+                                         (size_t)i * values->tensor_stride);
+}
 
 /* The fetched value named `name`, or NULL. */
 static inline const hh_tensor* hh_find_value(const hh_run_values* values, const char* name) {
   uint32_t i;
   for (i = 0; i < values->count; ++i)
-    if (strcmp(values->tensors[i].name, name) == 0) return &values->tensors[i];
+    if (strcmp(hh_run_value(values, i)->name, name) == 0) return hh_run_value(values, i);
   return NULL;
 }
 
-/* Writes a NUL-terminated message into `err` (truncating) and returns `status`. */
+/* Writes a NUL-terminated message into `err` (truncating) and returns `status`. For an hh_error
+ * the host passed to a lifecycle call, or one the plugin initialised with hh_error_init. */
 static inline hh_status hh_fail(hh_error* err, hh_status status, const char* message) {
-  if (err) {
-    size_t n = strlen(message);
+  if (err && err->struct_size >= HH_ERROR_SIZE_1_0) {
+    size_t n = message ? strlen(message) : 0;
     if (n >= HH_ERROR_MESSAGE_SIZE) n = HH_ERROR_MESSAGE_SIZE - 1;
-    memcpy(err->message, message, n);
+    if (n) memcpy(err->message, message, n);
     err->message[n] = '\0';
   }
   return status;

@@ -31,6 +31,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,13 @@ class FatalError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An hh_error ready to hand to a host service (hh.checkpoint/1, hh.summary/1).
+inline hh_error make_error() {
+  hh_error err;
+  hh_error_init(&err);
+  return err;
+}
+
 // A read-only view of one tensor; valid only during the call that received it.
 class TensorView {
  public:
@@ -58,8 +66,16 @@ class TensorView {
   std::string_view name() const { return t_->name; }
   hh_dtype dtype() const { return t_->dtype; }
   std::span<const int64_t> shape() const { return {t_->shape, t_->rank}; }
+  // Strides in elements; empty when the view is contiguous row-major.
+  std::span<const int64_t> strides() const {
+    return t_->strides ? std::span<const int64_t>(t_->strides, t_->rank)
+                       : std::span<const int64_t>();
+  }
+  hh_device device() const { return t_->device; }
+  bool on_cpu() const { return t_->device.type == HH_DEVICE_CPU; }
   std::size_t size() const { return hh_tensor_element_count(t_); }
   bool is_numeric() const { return t_->dtype != HH_DTYPE_STRING; }
+  // Element i (row-major order, strides applied) of a numeric CPU tensor as a double.
   double at(std::size_t i) const { return hh_tensor_get_double(t_, i); }
   std::string_view string_at(std::size_t i) const {
     if (t_->dtype != HH_DTYPE_STRING || i >= size()) return {};
@@ -77,17 +93,20 @@ class RunValues {
  public:
   explicit RunValues(const hh_run_values& v) : v_(&v) {}
   std::size_t size() const { return v_->count; }
-  TensorView operator[](std::size_t i) const { return TensorView(v_->tensors[i]); }
+  TensorView operator[](std::size_t i) const {
+    return TensorView(*hh_run_value(v_, static_cast<uint32_t>(i)));
+  }
   const hh_tensor* find(const std::string& name) const { return hh_find_value(v_, name.c_str()); }
   TensorView get(const std::string& name) const {
     const hh_tensor* t = find(name);
     if (!t) throw Error("no fetched value named '" + name + "'");
     return TensorView(*t);
   }
-  // The first element of a numeric tensor, as a double.
+  // The first element of a numeric CPU tensor, as a double.
   double scalar(const std::string& name) const {
     TensorView t = get(name);
     if (!t.is_numeric() || t.size() == 0) throw Error("'" + name + "' is not a numeric value");
+    if (!t.on_cpu()) throw Error("'" + name + "' is not on the CPU");
     return t.at(0);
   }
 
@@ -108,8 +127,8 @@ class RunRequest {
   }
   template <typename T>
   void feed_scalar(const std::string& name, T value) {
-    hh_tensor t{};
-    t.struct_size = HH_STRUCT_SIZE(hh_tensor, byte_size);
+    hh_tensor t;
+    hh_tensor_init(&t);
     t.name = name.c_str();
     t.dtype = dtype_of<T>();
     t.data = &value;
@@ -134,7 +153,8 @@ class RunRequest {
   hh_run_request* r_;
 };
 
-// The host's services for this instance. All calls are thread-safe.
+// The host's services for this instance. Every call is thread-safe (any thread, from create()
+// until end() returns), except the services' own [hook-thread] functions.
 class Host {
  public:
   explicit Host(const hh_host* h) : h_(h) {}
@@ -162,8 +182,12 @@ class Host {
     if (!out.has_filename() && out != out.root_path()) out = out.parent_path();
     return out;
   }
+  // Stores this instance's state (saved with the next checkpoint, tagged with the plugin's
+  // HH_PLUGIN_STATE_VERSION). Throws Error when the host refuses it (too large, after end()).
   void save_state(std::string_view bytes) const {
-    if (h_->state_put(h_, bytes.data(), bytes.size()) != HH_OK) throw Error("state_put failed");
+    if (h_->state_put(h_, bytes.data(), bytes.size()) != HH_OK)
+      throw Error("the host refused the state (" + std::to_string(bytes.size()) +
+                  " bytes): larger than the job's state limit, or saved after end()");
   }
   // State as key=value lines (keys without '=' or newlines; values without newlines).
   void save_state_map(const std::map<std::string, std::string>& values) const {
@@ -185,12 +209,36 @@ class Host {
     }
     return out;
   }
-  // The stored state (restored from a checkpoint, or saved last); empty when none.
+  // The stored state (restored from a checkpoint, or saved last) when it has this plugin's state
+  // version; empty when there is none. A state of another version is logged and ignored: read it
+  // with load_state_any to convert it.
   std::string load_state() const {
-    const void* data = nullptr;
-    std::size_t size = 0;
-    h_->state_get(h_, &data, &size);
-    return data ? std::string(static_cast<const char*>(data), size) : std::string();
+    uint32_t version = 0;
+    std::string bytes = load_state_any(&version);
+    if (!bytes.empty() && version != HH_PLUGIN_STATE_VERSION) {
+      warn("ignoring the stored state: it has state version " + std::to_string(version) +
+           ", this plugin reads version " + std::to_string(HH_PLUGIN_STATE_VERSION));
+      return {};
+    }
+    return bytes;
+  }
+  // The stored state whatever its version (written to *version; 0 when there is none).
+  std::string load_state_any(uint32_t* version) const {
+    *version = 0;
+    for (;;) {
+      std::size_t size = 0;
+      uint32_t stored_version = 0;
+      if (!h_->state_info(h_, &size, &stored_version)) return {};
+      std::string bytes(size, '\0');
+      std::size_t copied = 0;
+      if (h_->state_get(h_, bytes.data(), bytes.size(), &copied) == HH_OK) {
+        bytes.resize(copied);
+        *version = stored_version;
+        return bytes;
+      }
+      if (copied <= size) return {};  // the state vanished meanwhile
+      // It grew between the two calls (a put from another thread): ask again.
+    }
   }
   template <typename Service>
   const Service* service(const char* id) const {
@@ -208,7 +256,7 @@ class Params {
   Params() = default;
   explicit Params(const hh_create_args& args) {
     for (uint32_t i = 0; i < args.param_count; ++i) {
-      const hh_param_value& p = args.params[i];
+      const hh_param_value& p = *hh_create_param(&args, i);
       Value v;
       v.type = p.type;
       v.is_set = p.is_set != 0;
@@ -280,6 +328,9 @@ class Hook {
   virtual void before_run(const hh_run_context& /*context*/, RunRequest& /*request*/) {}
   virtual void after_run(const hh_run_context& /*context*/, const RunValues& /*values*/) {}
   virtual void end(const hh_end_info& /*info*/) {}
+  // An optional interface this hook offers the host ("hh.<name>/N", see hookhost/ext/), or
+  // nullptr. Asked once, right after construction; the table must outlive the hook.
+  virtual const void* extension(std::string_view /*id*/) const { return nullptr; }
 
  protected:
   const Host& host() const { return host_; }
@@ -341,7 +392,19 @@ struct Instance {
     return guarded(err, [&] { self(h).end(*info); });
   }
   static void destroy(hh_hook* h) { delete static_cast<Instance*>(h->hook_data); }
+  static const void* get_extension(const hh_hook* h, const char* id) noexcept {
+    try {
+      return id ? static_cast<const Instance*>(h->hook_data)->impl->extension(id) : nullptr;
+    } catch (...) {
+      return nullptr;
+    }
+  }
 };
+
+// True when T (or a class between it and Hook) overrides the callback: a callback T does not
+// override stays NULL in the hh_hook, so the host never calls it and it costs nothing per step.
+#define HOOKHOST_OVERRIDES_(T, name) \
+  (!std::is_same_v<decltype(&T::name), decltype(&::hookhost::Hook::name)>)
 
 template <typename T>
 hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out, hh_error* err) {
@@ -350,13 +413,14 @@ hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
     CreateContext ctx{Host(host), Params(*args), args->instance_name};
     instance->impl = std::make_unique<T>(ctx);
     hh_hook& c = instance->c;
-    c.struct_size = HH_HOOK_SIZE;
-    c.hook_data = instance.get();
-    c.begin = &Instance<T>::begin;
-    c.after_create_session = &Instance<T>::after_create_session;
-    c.before_run = &Instance<T>::before_run;
-    c.after_run = &Instance<T>::after_run;
-    c.end = &Instance<T>::end;
+    hh_hook_init(&c, instance.get());
+    if constexpr (HOOKHOST_OVERRIDES_(T, begin)) c.begin = &Instance<T>::begin;
+    if constexpr (HOOKHOST_OVERRIDES_(T, after_create_session))
+      c.after_create_session = &Instance<T>::after_create_session;
+    if constexpr (HOOKHOST_OVERRIDES_(T, before_run)) c.before_run = &Instance<T>::before_run;
+    if constexpr (HOOKHOST_OVERRIDES_(T, after_run)) c.after_run = &Instance<T>::after_run;
+    if constexpr (HOOKHOST_OVERRIDES_(T, end)) c.end = &Instance<T>::end;
+    if constexpr (HOOKHOST_OVERRIDES_(T, extension)) c.get_extension = &Instance<T>::get_extension;
     c.destroy = &Instance<T>::destroy;
     *out = &instance.release()->c;
   });

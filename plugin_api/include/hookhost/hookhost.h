@@ -1,10 +1,11 @@
-/* hookhost plugin ABI v1: the umbrella header. Include this from C plugins. */
+/* hookhost plugin ABI 1.0: the umbrella header. Include this from C plugins. */
 #ifndef HOOKHOST_HOOKHOST_H
 #define HOOKHOST_HOOKHOST_H
 
 #include "defaults.h"
 #include "entry.h"
 #include "ext/checkpoint.h"
+#include "ext/device_values.h"
 #include "ext/steps.h"
 #include "ext/summary.h"
 #include "hook.h"

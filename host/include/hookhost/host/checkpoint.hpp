@@ -9,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "hook_state.hpp"
+
 namespace hookhost {
 
 struct Checkpoint {
   int64_t global_step = 0;
   std::string workload_state;
-  std::map<std::string, std::string> hook_states;  // instance name -> bytes
+  std::map<std::string, SavedHookState> hook_states;  // instance name -> saved state
 };
 
 // Writes <dir>/<basename>-<step> atomically (temporary file in `dir`, fsync, rename, fsync of

@@ -3,6 +3,8 @@
 // ordering, policies and accounting live once, in the runtime.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -10,9 +12,18 @@
 
 namespace hookhost {
 
+// The five lifecycle callbacks; an index, so per-call accounting needs no string lookup.
+enum class Callback : uint8_t { begin, after_create_session, before_run, after_run, end };
+inline constexpr std::array<const char*, 5> kCallbackNames = {"begin", "after_create_session",
+                                                              "before_run", "after_run", "end"};
+inline const char* name_of(Callback cb) {
+  return kCallbackNames[static_cast<size_t>(cb)];
+}
+
 struct CallResult {
-  hh_status status = HH_OK;
-  std::string message;  // set for HH_ERROR / HH_ERROR_FATAL
+  hh_status status = HH_OK;  // only the four defined codes: an unknown one arrives as HH_ERROR
+  int32_t code = 0;          // hh_error.code, for HH_ERROR / HH_ERROR_FATAL
+  std::string message;       // set for HH_ERROR / HH_ERROR_FATAL
   bool ok() const { return status == HH_OK || status == HH_STOP_REQUESTED; }
 };
 
@@ -21,17 +32,28 @@ class HookDispatch {
   virtual ~HookDispatch() = default;
   virtual std::string plugin_id() const = 0;
   virtual std::string plugin_file() const = 0;
+  // False for a callback the hook does not implement: the runtime then never calls it.
+  virtual bool implements(Callback callback) const = 0;
+  // True when the hook takes fetched values on `device` (always for the CPU; otherwise only when
+  // it offers the extension hh.device-values/1 and its accepts() says so).
+  virtual bool accepts_device(hh_device device) = 0;
   virtual CallResult begin() = 0;
   virtual CallResult after_create_session(const hh_session_info& session) = 0;
   virtual CallResult before_run(const hh_run_context& context, hh_run_request& request) = 0;
   virtual CallResult after_run(const hh_run_context& context, const hh_run_values& values) = 0;
   virtual CallResult end(const hh_end_info& info) = 0;
-  virtual void destroy() = 0;
+  // Returns an error text when the plugin's destroy() threw (it still counts as destroyed).
+  virtual std::string destroy() = 0;
 };
 
-// Calls an hh_hook in this process. A C++ exception that escapes the plugin (a plugin not built
-// with the SDK) is caught here as a second line of defence and reported as HH_ERROR.
+// Calls an hh_hook in this process. The callback pointers are copied here, once: a plugin that
+// rewrites its hh_hook later cannot make the host call NULL. A C++ exception that escapes the
+// plugin (a plugin not built with the SDK) is caught here as a second line of defence and reported
+// as HH_ERROR. The caller has checked `hook` (struct_size, destroy). The hook's extensions are
+// asked for here, once; `warn` receives why an offered extension table was ignored.
+
 std::unique_ptr<HookDispatch> make_inprocess_dispatch(hh_hook* hook, std::string plugin_id,
-                                                      std::string plugin_file);
+                                                      std::string plugin_file,
+                                                      std::string* warn = nullptr);
 
 }  // namespace hookhost

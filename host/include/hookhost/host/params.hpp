@@ -41,15 +41,23 @@ class ResolvedParams {
 
   const std::vector<Value>& values() const { return values_; }
   const Value* find(const std::string& name) const;
-  // hh_param_value views over values(); valid while this object lives and is not modified.
-  std::vector<hh_param_value> c_values() const;
+  // hh_param_value views over values(), with the item arrays they point into. Valid while both
+  // this object and the returned one live (moving the returned one keeps them valid).
+  struct CValues {
+    std::vector<hh_param_value> values;
+    std::vector<std::vector<const char*>> list_items;
+  };
+  CValues c_values() const;
 
  private:
   friend ResolvedParams resolve_params(const PluginMetadata&, const std::string&,
                                        const std::multimap<std::string, std::string>&);
   std::vector<Value> values_;
-  mutable std::vector<std::vector<const char*>> list_storage_;
 };
+
+// Why a plugin's declared default is not a valid value of its type (empty when it is), with the
+// same parser configuration values go through. For the note check at discovery.
+std::string check_param_default(const ParamSpec& spec);
 
 // Parses `raw` (key -> config text; a string list key may repeat, and each text may hold a
 // comma-separated list) with Boost.Program_options against `plugin`'s schema. Throws ConfigError

@@ -27,7 +27,8 @@ struct PluginMetadata {
   std::string version;
   std::string description;
   uint32_t abi_major = 0;
-  uint32_t abi_minor = 0;
+  uint32_t abi_minor = 0;      // the minor it was built against
+  uint32_t min_abi_minor = 0;  // the oldest host minor it runs on
   std::vector<ParamSpec> params;
 
   bool operator==(const PluginMetadata&) const = default;

@@ -16,6 +16,7 @@
 #include <hookhost/hook.h>
 
 #include "hook_dispatch.hpp"
+#include "hook_state.hpp"
 #include "loader.hpp"
 #include "params.hpp"
 #include "session.hpp"
@@ -26,11 +27,13 @@ class logger;
 
 namespace hookhost {
 
-// What happens when a hook's call fails (returns an error or throws).
+// What happens when a hook's call fails (returns HH_ERROR or throws). HH_ERROR_FATAL always
+// disables the hook; stop and fail still apply to it.
 enum class FailurePolicy {
-  disable,  // default: the hook gets no more calls except end(failed); the others continue
-  stop,     // the job stops cleanly after the current step
-  fail,     // the job ends with an error
+  keep_going,  // "continue": the call is logged and counted, the hook keeps getting calls
+  disable,     // default: the hook gets no more calls except end(failed); the others continue
+  stop,        // the hook is disabled and the job stops cleanly after the current step
+  fail,        // the job ends with an error (a failure in end() too, after every hook's end())
 };
 const char* policy_name(FailurePolicy policy);
 std::optional<FailurePolicy> parse_policy(const std::string& text);
@@ -84,6 +87,8 @@ struct RuntimeOptions {
   std::function<void(class Runtime&)> on_recover;
   // Named services offered to plugins through get_service ("hh.<name>/N" -> table).
   std::map<std::string, const void*> services;
+  // The largest state one instance may store with state_put.
+  std::size_t max_state_bytes = HH_DEFAULT_MAX_STATE;
 };
 
 class Runtime {
@@ -127,8 +132,15 @@ class Runtime {
   const JobResult& result() const;
   Session& session();
 
-  // Hook states for checkpoints: instance name -> bytes stored with state_put.
+  // Hook states for checkpoints: instance name -> what it stored with state_put, tagged with its
+  // plugin id and state version.
+  std::map<std::string, SavedHookState> saved_hook_states() const;
+  // The same, bytes only.
   std::map<std::string, std::string> hook_states() const;
+  // Gives each configured instance its saved state. A state saved by another plugin than the
+  // instance's is not given (logged); one for an instance that is not configured is ignored.
+  void restore_hook_states(const std::map<std::string, SavedHookState>& states);
+  // Bytes only: taken as saved by each instance's own plugin at its current state version.
   void restore_hook_states(const std::map<std::string, std::string>& states);
 
   struct Impl;  // implementation detail, declared here so its helpers can name it

@@ -13,9 +13,9 @@ HH_EXTERN_C_BEGIN
 typedef struct hh_steps_service {
   uint32_t struct_size;
 
-  /* Publishes a global step at which this hook will stop the job. The smallest published limit
-   * wins. [thread-safe] */
-  void (*publish_last_step)(const hh_host* host, int64_t last_step);
+  /* Publishes a global step (>= 0) at which this hook will stop the job. The smallest published
+   * limit wins. Returns HH_ERROR for a negative step or after end(). [thread-safe] */
+  hh_status (*publish_last_step)(const hh_host* host, int64_t last_step);
 
   /* The expected final global step: the smallest published limit or the workload's own end,
    * whichever is smaller; -1 when unknown. [thread-safe] */
@@ -23,6 +23,7 @@ typedef struct hh_steps_service {
 } hh_steps_service;
 
 #define HH_STEPS_SERVICE_SIZE HH_STRUCT_SIZE(hh_steps_service, last_step)
+#define HH_STEPS_SERVICE_SIZE_1_0 HH_STRUCT_SIZE(hh_steps_service, last_step)
 
 HH_EXTERN_C_END
 

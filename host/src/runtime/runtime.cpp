@@ -1,0 +1,793 @@
+// The lifecycle: hook order, the state machine, the step (before_run, session run, after_run),
+// recovery, stops, failure policies and end. Host services live in host_api.cpp and
+// builtin_services.cpp, the per-step request in step_request.cpp.
+#include "hookhost/host/runtime.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "hookhost/host/event_writer.hpp"
+#include "runtime_impl.hpp"
+
+namespace hookhost {
+
+const char* policy_name(FailurePolicy policy) {
+  switch (policy) {
+    case FailurePolicy::keep_going: return "continue";
+    case FailurePolicy::disable: return "disable";
+    case FailurePolicy::stop: return "stop";
+    case FailurePolicy::fail: return "fail";
+  }
+  return "?";
+}
+
+std::optional<FailurePolicy> parse_policy(const std::string& text) {
+  if (text == "continue") return FailurePolicy::keep_going;
+  if (text == "disable") return FailurePolicy::disable;
+  if (text == "stop") return FailurePolicy::stop;
+  if (text == "fail") return FailurePolicy::fail;
+  return std::nullopt;
+}
+
+const char* outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::completed: return "completed";
+    case Outcome::stopped: return "stopped";
+    case Outcome::failed: return "failed";
+  }
+  return "?";
+}
+
+std::string join_names(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "(none)" : out;
+}
+
+namespace {
+
+const char* state_name(HookState s) {
+  switch (s) {
+    case HookState::created: return "created";
+    case HookState::begun: return "begun";
+    case HookState::in_session: return "in session";
+    case HookState::in_step: return "in step";
+    case HookState::ended: return "ended";
+    case HookState::destroyed: return "destroyed";
+  }
+  return "?";
+}
+
+std::shared_ptr<spdlog::logger> default_logger() {
+  if (auto existing = spdlog::get("hookhost")) return existing;
+  return std::make_shared<spdlog::logger>("hookhost",
+                                          std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+}
+
+std::string device_name(hh_device d) {
+  switch (d.type) {
+    case HH_DEVICE_CPU: return "cpu";
+    case HH_DEVICE_CUDA: return "cuda:" + std::to_string(d.id);
+    case HH_DEVICE_CUDA_HOST: return "cuda_host:" + std::to_string(d.id);
+    case HH_DEVICE_ROCM: return "rocm:" + std::to_string(d.id);
+  }
+  return "device " + std::to_string(d.type) + ":" + std::to_string(d.id);
+}
+
+// Refuses a runtime entry point called from inside another (a hook, a session or on_recover
+// calling back into the runtime), which would call hooks out of order.
+class EntryGuard {
+ public:
+  EntryGuard(bool& in_call, const char* what) : in_call_(in_call) {
+    if (in_call_)
+      throw std::logic_error(std::string(what) +
+                             " called from inside the runtime (a session, a recovery callback or "
+                             "a hook); the runtime is not re-entrant");
+    in_call_ = true;
+  }
+  ~EntryGuard() { in_call_ = false; }
+  EntryGuard(const EntryGuard&) = delete;
+  EntryGuard& operator=(const EntryGuard&) = delete;
+
+ private:
+  bool& in_call_;
+};
+
+}  // namespace
+
+Runtime::Impl::Impl(Session& s, RuntimeOptions o) : session(s), options(std::move(o)) {
+  log = options.logger ? options.logger : default_logger();
+}
+
+void Runtime::Impl::request_stop(hh_stop_cause cause, const std::string& reason) {
+  std::lock_guard lock(stop_mutex);
+  if (!stop_requested.exchange(true)) {
+    stop_cause = cause;
+    stop_reason = reason;
+    log->info("stop requested: {}", reason);
+  }
+}
+
+void Runtime::Impl::fail_job(const std::string& reason) {
+  if (failed) return;
+  failed = true;
+  failure_reason = reason;
+}
+
+std::unique_ptr<HostServices> Runtime::Impl::make_services(const std::string& instance,
+                                                           const std::string& plugin_id,
+                                                           uint32_t state_version) {
+  auto s = std::make_unique<HostServices>();
+  s->owner = this;
+  s->instance_name = instance;
+  s->plugin_id = plugin_id;
+  s->state_version = state_version;
+  s->run_dir = options.run_dir.string();
+  s->logger = log->clone(instance);
+  fill_host_table(*s);
+  return s;
+}
+
+std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const {
+  std::map<std::string, SavedHookState> out;
+  for (const auto& sp : slots) {
+    std::lock_guard lock(sp->services->state_mutex);
+    if (sp->services->has_state) out.emplace(sp->settings.instance_name, sp->services->state);
+  }
+  return out;
+}
+
+namespace {
+
+// The lifecycle steps, as free functions over Impl so each reads as one phase.
+struct Lifecycle {
+  Runtime::Impl& m;
+
+  template <typename Fn>
+  CallResult call(Slot& slot, Callback callback, Fn&& fn) {
+    const HostServices* previous = t_current_call;
+    t_current_call = slot.services.get();
+    auto t0 = std::chrono::steady_clock::now();
+    CallResult r = fn();
+    auto dt = std::chrono::steady_clock::now() - t0;
+    t_current_call = previous;
+    CallStats& st = slot.stats[static_cast<size_t>(callback)];
+    ++st.calls;
+    st.total += std::chrono::duration_cast<std::chrono::nanoseconds>(dt);
+    st.max = std::max(st.max, std::chrono::duration_cast<std::chrono::nanoseconds>(dt));
+    return r;
+  }
+
+  void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {
+    for (HookState s : ok)
+      if (slot.state == s) return;
+    // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
+    throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) +
+                           " on hook '" + slot.settings.instance_name + "' in state " +
+                           state_name(slot.state));
+  }
+
+  std::string describe(const Slot& slot, Callback cb, int64_t step) const {
+    return "hook '" + slot.settings.instance_name + "' (plugin '" + slot.dispatch->plugin_id() +
+           "', " + slot.dispatch->plugin_file() + ") failed in " + name_of(cb) +
+           " at global step " + std::to_string(step);
+  }
+
+  // What a status does: the table in status.h. `step` is the step the call concerns.
+  void handle_result(Slot& slot, Callback cb, const CallResult& r, int64_t step) {
+    if (r.status == HH_STOP_REQUESTED) {
+      m.request_stop(HH_STOP_CAUSE_HOOK, "hook '" + slot.settings.instance_name +
+                                             "' requested a stop in " + name_of(cb));
+      return;
+    }
+    if (r.ok()) return;
+    ++slot.stats[static_cast<size_t>(cb)].failures;
+    const bool fatal = r.status == HH_ERROR_FATAL;
+    const std::string what = describe(slot, cb, step) + ": " + r.message;
+    const FailurePolicy policy = slot.settings.on_error;
+    const char* kind = fatal ? " [fatal error: the hook is disabled" : " [";
+    switch (policy) {
+      case FailurePolicy::keep_going:
+        m.log->error("{}{}on_error=continue: {}]", what, kind,
+                     fatal ? "" : "the hook keeps getting calls");
+        break;
+      case FailurePolicy::disable:
+        m.log->error("{}{}on_error=disable: the hook is disabled, the job continues]", what,
+                     fatal ? "; " : "");
+        break;
+      case FailurePolicy::stop:
+        m.log->error("{}{}on_error=stop: the hook is disabled, the job stops after this step]",
+                     what, fatal ? "; " : "");
+        break;
+      case FailurePolicy::fail:
+        m.log->error("{}{}on_error=fail: the job fails]", what, fatal ? "; " : "");
+        break;
+    }
+    if (slot.failure.empty()) slot.failure = std::string(name_of(cb)) + " failed: " + r.message;
+    if (policy != FailurePolicy::keep_going || fatal) slot.disabled = true;
+    if (policy == FailurePolicy::stop) m.request_stop(HH_STOP_CAUSE_HOOK, what);
+    if (policy == FailurePolicy::fail) m.fail_job(what);
+  }
+
+  bool active(const Slot& slot) const { return !slot.disabled; }
+  bool wants(const Slot& slot, Callback cb) const {
+    return slot.implements[static_cast<size_t>(cb)];
+  }
+
+  void begin_all() {
+    for (auto& sp : m.slots) {
+      Slot& slot = *sp;
+      check_state(slot, Callback::begin, {HookState::created});
+      slot.begin_called = true;
+      slot.state = HookState::begun;
+      if (!wants(slot, Callback::begin)) continue;
+      CallResult r = call(slot, Callback::begin, [&] { return slot.dispatch->begin(); });
+      handle_result(slot, Callback::begin, r, m.live_step.load());
+      if (m.failed) return;
+    }
+  }
+
+  void after_create_session_all() {
+    hh_session_info info{};
+    info.struct_size = HH_SESSION_INFO_SIZE;
+    info.global_step = m.live_step.load();
+    info.creation = static_cast<uint32_t>(m.creation);
+    for (auto& sp : m.slots) {
+      Slot& slot = *sp;
+      if (!active(slot)) continue;
+      check_state(slot, Callback::after_create_session, {HookState::begun, HookState::in_session});
+      slot.state = HookState::in_session;
+      if (!wants(slot, Callback::after_create_session)) continue;
+      CallResult r = call(slot, Callback::after_create_session,
+                          [&] { return slot.dispatch->after_create_session(info); });
+      handle_result(slot, Callback::after_create_session, r, info.global_step);
+      if (m.failed) return;
+    }
+  }
+
+  bool create_session() {
+    ++m.creation;
+    try {
+      m.session.create(m.creation);
+    } catch (const std::exception& e) {
+      m.fail_job(std::string("the workload could not create its session: ") + e.what());
+      return false;
+    }
+    m.live_step = m.session.global_step();
+    return true;
+  }
+
+  bool recover(int attempt, const std::string& message) {
+    if (attempt > m.options.max_recoveries) {
+      m.fail_job("the step failed with a recoverable error " + std::to_string(attempt) +
+                 " times in a row (max_recoveries=" + std::to_string(m.options.max_recoveries) +
+                 "): " + message);
+      return false;
+    }
+    auto backoff = m.options.recovery_backoff * (1 << std::min(attempt - 1, 10));
+    m.log->warn(
+        "recoverable error at global step {}: {}; recreating the session in {} ms "
+        "(attempt {} of {})",
+        m.live_step.load(), message, backoff.count(), attempt, m.options.max_recoveries);
+    std::this_thread::sleep_for(backoff);
+    if (!create_session()) return false;
+    if (m.options.on_recover) {
+      try {
+        m.options.on_recover(*m.owner_runtime);
+      } catch (const std::exception& e) {
+        m.fail_job(std::string("restoring after a recoverable error failed: ") + e.what());
+        return false;
+      }
+      m.live_step = m.session.global_step();
+    }
+    after_create_session_all();
+    return !m.failed;
+  }
+
+  // Drops what the hooks asked for in an attempt that did not reach after_run.
+  void abandon_step() {
+    for (auto& sp : m.slots)
+      if (sp->state == HookState::in_step) sp->state = HookState::in_session;
+  }
+
+  bool run_before(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches,
+                  const TensorMap& caller_feeds, std::vector<std::string>& all_fetches) {
+    m.merged_feeds = caller_feeds;
+    m.feed_owner.clear();
+    for (const auto& [name, _] : caller_feeds) m.feed_owner[name] = "the caller";
+    all_fetches = caller_fetches;
+    for (auto& sp : m.slots) {
+      Slot& slot = *sp;
+      if (!active(slot)) continue;
+      check_state(slot, Callback::before_run, {HookState::in_session});
+      slot.fetches.clear();
+      slot.feeds.clear();
+      slot.state = HookState::in_step;
+      if (!wants(slot, Callback::before_run)) continue;
+      slot.request_error.clear();
+      init_request(slot.request, &m, &slot);  // a plugin may have scribbled on the last one
+      slot.request.open = true;
+      slot.request.thread = std::this_thread::get_id();
+      CallResult r = call(slot, Callback::before_run,
+                          [&] { return slot.dispatch->before_run(ctx, slot.request.c); });
+      slot.request.open = false;
+      // The host's own reason for a rejected fetch or feed is more precise than the plugin's.
+      if (!slot.request_error.empty()) r = CallResult{HH_ERROR, 0, slot.request_error};
+      if (!r.ok()) {
+        // A hook that failed in before_run contributes nothing to this step.
+        slot.fetches.clear();
+        slot.feeds.clear();
+        handle_result(slot, Callback::before_run, r, ctx.global_step);
+        if (m.failed) return false;
+        if (!active(slot)) slot.state = HookState::in_session;
+        continue;
+      }
+      handle_result(slot, Callback::before_run, r, ctx.global_step);
+      for (const auto& name : slot.fetches)
+        if (std::find(all_fetches.begin(), all_fetches.end(), name) == all_fetches.end())
+          all_fetches.push_back(name);
+      for (auto& [name, value] : slot.feeds) {
+        m.feed_owner[name] = "hook '" + slot.settings.instance_name + "'";
+        m.merged_feeds.insert_or_assign(name, std::move(value));
+      }
+      slot.feeds.clear();
+    }
+    return true;
+  }
+
+  // A value on a device this hook did not declare it takes: the call fails instead.
+  std::string device_refusal(Slot& slot, const std::string& name, const Tensor& value) {
+    const hh_device device = value.device();
+    if (device.type == HH_DEVICE_CPU) return {};
+    if (slot.dispatch->accepts_device(device)) return {};
+    return "the fetched value '" + name + "' lives on " + device_name(device) +
+           ", and this hook does not declare that it takes device values (extension " +
+           HH_EXTENSION_DEVICE_VALUES + ")";
+  }
+
+  void run_after(const hh_run_context& ctx, const TensorMap& values) {
+    for (auto& sp : m.slots) {
+      Slot& slot = *sp;
+      if (!active(slot) || slot.state != HookState::in_step) continue;
+      slot.state = HookState::in_session;
+      if (!wants(slot, Callback::after_run)) continue;
+      std::vector<hh_tensor>& views = m.views_buffer;  // reused: no allocation per hook per step
+      views.clear();
+      std::string refusal;
+      for (const auto& name : slot.fetches) {
+        auto it = values.find(name);
+        if (it == values.end()) {
+          m.fail_job("the workload did not return the fetched tensor '" + name + "'");
+          abandon_step();
+          return;
+        }
+        if (refusal.empty()) refusal = device_refusal(slot, name, it->second);
+        views.push_back(it->second.view(name.c_str()));
+      }
+      const int64_t step = m.live_step.load();
+      if (!refusal.empty()) {
+        handle_result(slot, Callback::after_run, CallResult{HH_ERROR, 0, refusal}, step);
+        if (m.failed) return;
+        continue;
+      }
+      hh_run_values rv{};
+      rv.struct_size = HH_RUN_VALUES_SIZE;
+      rv.tensors = views.empty() ? nullptr : views.data();
+      rv.count = static_cast<uint32_t>(views.size());
+      rv.tensor_stride = sizeof(hh_tensor);
+      hh_run_context after_ctx = ctx;
+      after_ctx.stop_requested = m.stop_requested.load() ? 1 : 0;
+      CallResult r =
+          call(slot, Callback::after_run, [&] { return slot.dispatch->after_run(after_ctx, rv); });
+      // The step the call concerns is the one that ran (its context's step), as in the trace.
+      handle_result(slot, Callback::after_run, r, ctx.global_step);
+      if (m.failed) return;
+    }
+  }
+
+  void deliver_end() {
+    hh_end_info job{};
+    job.struct_size = HH_END_INFO_SIZE;
+    job.global_step = m.live_step.load();
+    std::string job_reason;
+    JobResult& result = m.result;
+    if (m.failed) {
+      result.outcome = Outcome::failed;
+      job_reason = m.failure_reason;
+    } else if (m.stop_requested.load()) {
+      std::lock_guard lock(m.stop_mutex);
+      result.outcome = Outcome::stopped;
+      result.stop_cause = m.stop_cause;
+      job_reason = m.stop_reason;
+    } else if (m.end_of_data) {
+      result.outcome = Outcome::completed;
+      job_reason = result.reason.empty() ? "end of data" : result.reason;
+    } else {
+      result.outcome = Outcome::stopped;
+      result.stop_cause = HH_STOP_CAUSE_HOST;
+      job_reason = "closed by the host program";
+    }
+    result.reason = job_reason;
+    result.global_step = m.live_step.load();
+    result.steps_run = m.steps_run;
+    job.outcome = result.outcome == Outcome::completed ? HH_OUTCOME_COMPLETED
+                  : result.outcome == Outcome::stopped ? HH_OUTCOME_STOPPED
+                                                       : HH_OUTCOME_FAILED;
+    job.stop_cause = result.stop_cause;
+    job.reason = job_reason.c_str();
+
+    std::string end_failure;  // the first end() failure under on_error = fail
+    for (auto& sp : m.slots) {
+      Slot& slot = *sp;
+      if (!slot.begin_called || slot.state == HookState::ended ||
+          slot.state == HookState::destroyed)
+        continue;
+      hh_end_info info = job;
+      std::string own_reason;
+      if (slot.disabled) {
+        own_reason = "this hook was disabled: " + slot.failure;
+        info.outcome = HH_OUTCOME_FAILED;
+        info.stop_cause = HH_STOP_CAUSE_NONE;
+        info.reason = own_reason.c_str();
+      }
+      slot.state = HookState::ended;
+      if (wants(slot, Callback::end)) {
+        CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
+        if (r.status == HH_STOP_REQUESTED)
+          m.log->debug("hook '{}' returned HH_STOP_REQUESTED from end: the job is already ending",
+                       slot.settings.instance_name);
+        if (!r.ok()) {
+          ++slot.stats[static_cast<size_t>(Callback::end)].failures;
+          const std::string what =
+              describe(slot, Callback::end, job.global_step) + ": " + r.message;
+          if (slot.settings.on_error == FailurePolicy::fail) {
+            m.log->error("{} [on_error=fail: the job fails once every hook had its end]", what);
+            if (end_failure.empty()) end_failure = what;
+          } else {
+            m.log->error("{}", what);
+          }
+          if (slot.failure.empty()) slot.failure = "end failed: " + r.message;
+        }
+      }
+      slot.services->ended = true;
+    }
+    if (!end_failure.empty() && result.outcome != Outcome::failed) {
+      result.outcome = Outcome::failed;
+      result.stop_cause = HH_STOP_CAUSE_NONE;
+      result.reason = end_failure;
+      m.failed = true;
+      m.failure_reason = end_failure;
+    }
+  }
+
+  void destroy_all() {
+    for (auto& sp : m.slots) {
+      Slot& slot = *sp;
+      if (slot.state == HookState::destroyed) continue;
+      slot.services->ended = true;
+      std::string error = slot.dispatch->destroy();
+      slot.state = HookState::destroyed;
+      if (!error.empty())
+        m.log->error("hook '{}' (plugin '{}', {}): {}", slot.settings.instance_name,
+                     slot.dispatch->plugin_id(), slot.dispatch->plugin_file(), error);
+    }
+  }
+};
+
+// Checked before a plugin instance is created, so a refused hook is never created at all.
+void check_can_add(const Runtime::Impl& m, const std::string& instance_name) {
+  if (m.started) throw std::logic_error("add_hook after start()");
+  for (const auto& other : m.slots)
+    if (other->settings.instance_name == instance_name)
+      throw ConfigError("two hooks are named '" + instance_name +
+                        "'; instance names must be unique");
+}
+
+void add_slot(Runtime::Impl& m, std::unique_ptr<Slot> slot) {
+  for (size_t i = 0; i < kCallbackNames.size(); ++i)
+    slot->implements[i] = slot->dispatch->implements(static_cast<Callback>(i));
+  init_request(slot->request, &m, slot.get());
+  slot->added_index = m.slots.size();
+  m.slots.push_back(std::move(slot));
+}
+
+}  // namespace
+
+Runtime::Runtime(Session& session, RuntimeOptions options)
+    : impl_(std::make_unique<Impl>(session, std::move(options))) {
+  impl_->owner_runtime = this;
+}
+
+Runtime::~Runtime() {
+  try {
+    if (impl_->started && !impl_->closed) close();
+  } catch (const std::exception& e) {
+    impl_->log->error("error while closing the runtime: {}", e.what());
+  }
+  // Apart from close: hooks are destroyed even when end could not be delivered.
+  try {
+    Lifecycle{*impl_}.destroy_all();
+  } catch (const std::exception& e) {
+    impl_->log->error("error while destroying hooks: {}", e.what());
+  }
+}
+
+void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings settings,
+                       const ResolvedParams& params) {
+  Impl& m = *impl_;
+  const std::string where = "hook '" + settings.instance_name + "' (plugin '" +
+                            plugin->metadata().id + "', " + plugin->file().string() + ")";
+  check_can_add(m, settings.instance_name);
+  const hh_plugin_entry& entry = plugin->entry();
+  auto services =
+      m.make_services(settings.instance_name, plugin->metadata().id, entry.state_version);
+  ResolvedParams::CValues c_params = params.c_values();
+  std::vector<hh_param_value>& values = c_params.values;
+  hh_create_args args{};
+  args.struct_size = HH_CREATE_ARGS_SIZE;
+  args.instance_name = settings.instance_name.c_str();
+  args.params = values.empty() ? nullptr : values.data();
+  args.param_count = static_cast<uint32_t>(values.size());
+  args.param_stride = sizeof(hh_param_value);
+  hh_hook* hook = nullptr;
+  hh_error err;
+  hh_error_init(&err);
+  hh_status status;
+  {
+    const HostServices* previous = t_current_call;
+    t_current_call = services.get();
+    try {
+      status = entry.create(&services->c, &args, &hook, &err);
+    } catch (...) {
+      status = HH_ERROR;
+      std::strcpy(err.message, "an exception escaped the plugin's create()");
+    }
+    t_current_call = previous;
+  }
+  const std::string message(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE));
+  auto refuse = [&](const std::string& why) {
+    // A hook that exists but cannot be trusted is leaked with its services, so a thread it
+    // started never sees freed memory.
+    if (hook) services.release()->ended = true;
+    throw ConfigError(where + ": " + why);
+  };
+  if (status == HH_OK && !hook)
+    refuse("create() returned HH_OK without an instance (a plugin bug: it must set *out_hook)");
+  if (status != HH_OK) {
+    if (status == HH_ERROR || status == HH_ERROR_FATAL)
+      refuse(message.empty() ? "create() failed without a message" : message);
+    refuse("create() returned the undefined status " + std::to_string(status) +
+           " (a plugin bug: create returns HH_OK or HH_ERROR)" +
+           (message.empty() ? "" : ": " + message));
+  }
+  if (hook->struct_size < HH_HOOK_SIZE_1_0)
+    refuse("create() returned an hh_hook with struct_size " + std::to_string(hook->struct_size) +
+           ", below the ABI 1.0 size " + std::to_string(HH_HOOK_SIZE_1_0) +
+           " (initialise it with hh_hook_init)");
+  if (!hook->destroy) refuse("create() returned an hh_hook without destroy (it is required)");
+  auto slot = std::make_unique<Slot>();
+  slot->settings = std::move(settings);
+  slot->plugin = plugin;
+  slot->services = std::move(services);
+  std::string extension_problem;
+  slot->dispatch = make_inprocess_dispatch(hook, plugin->metadata().id, plugin->file().string(),
+                                           &extension_problem);
+  if (!extension_problem.empty()) m.log->warn("{}: {}", where, extension_problem);
+  add_slot(m, std::move(slot));
+}
+
+void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings) {
+  check_can_add(*impl_, settings.instance_name);
+  auto slot = std::make_unique<Slot>();
+  slot->services = impl_->make_services(settings.instance_name, hook->plugin_id(), 1);
+  slot->settings = std::move(settings);
+  slot->dispatch = std::move(hook);
+  add_slot(*impl_, std::move(slot));
+}
+
+bool Runtime::start() {
+  Impl& m = *impl_;
+  EntryGuard guard(m.in_call, "start()");
+  if (m.started) throw std::logic_error("start() called twice");
+  m.started = true;
+  std::stable_sort(m.slots.begin(), m.slots.end(), [](const auto& a, const auto& b) {
+    return a->settings.order < b->settings.order;
+  });
+  std::string order;
+  for (const auto& s : m.slots)
+    order += (order.empty() ? "" : ", ") + s->settings.instance_name + " (order " +
+             std::to_string(s->settings.order) + ")";
+  m.log->info("hook order: {}", order.empty() ? "(no hooks)" : order);
+  for (const auto& n : m.session.fetchable()) m.fetchable.insert(n);
+  for (const auto& n : m.session.feedable()) m.feedable.insert(n);
+  m.live_step = m.session.global_step();
+
+  Lifecycle life{m};
+  life.begin_all();
+  if (m.failed) return false;
+  if (!life.create_session()) return false;
+  life.after_create_session_all();
+  return !m.failed;
+}
+
+RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap& feeds) {
+  Impl& m = *impl_;
+  EntryGuard guard(m.in_call, "run()");
+  if (!m.started) throw std::logic_error("run() called before start()");
+  if (m.should_stop())
+    throw std::logic_error("run() called after the job should stop; check should_stop() first");
+  for (const auto& name : fetches)
+    if (!m.fetchable.count(name))
+      throw std::invalid_argument("the caller asked to fetch '" + name +
+                                  "', which the workload does not provide");
+  for (const auto& [name, _] : feeds)
+    if (!m.feedable.count(name))
+      throw std::invalid_argument("the caller asked to feed '" + name +
+                                  "', which the workload does not accept");
+
+  Lifecycle life{m};
+  RunOutput out;
+  for (int attempt = 1;; ++attempt) {
+    hh_run_context ctx{};
+    ctx.struct_size = HH_RUN_CONTEXT_SIZE;
+    ctx.global_step = m.session.global_step();
+    ctx.iteration = m.steps_run;
+    ctx.stop_requested = m.stop_requested.load() ? 1 : 0;
+
+    std::vector<std::string> all_fetches;
+    if (!life.run_before(ctx, fetches, feeds, all_fetches)) {
+      life.abandon_step();
+      return out;
+    }
+    StepResult step;
+    try {
+      step = m.session.run(all_fetches, m.merged_feeds);
+    } catch (const std::exception& e) {
+      step.status = StepStatus::error;
+      step.message = std::string("the workload threw: ") + e.what();
+    }
+    m.merged_feeds.clear();
+    switch (step.status) {
+      case StepStatus::ok: break;
+      case StepStatus::end_of_data:
+        life.abandon_step();
+        m.end_of_data = true;
+        m.result.reason = "end of data" + (step.message.empty() ? "" : ": " + step.message);
+        m.log->info("{} after {} steps", m.result.reason, m.steps_run);
+        return out;
+      case StepStatus::aborted:
+      case StepStatus::unavailable:
+        life.abandon_step();
+        if (!life.recover(attempt, step.message)) return out;
+        continue;
+      case StepStatus::error:
+        life.abandon_step();
+        m.fail_job("the workload failed at global step " + std::to_string(ctx.global_step) + ": " +
+                   step.message);
+        return out;
+    }
+    ++m.steps_run;
+    m.live_step = m.session.global_step();
+    life.run_after(ctx, step.values);
+    if (m.failed) return out;
+    out.ran = true;
+    for (const auto& name : fetches) {
+      auto it = step.values.find(name);
+      if (it != step.values.end()) out.values.insert_or_assign(name, it->second);
+    }
+    return out;
+  }
+}
+
+bool Runtime::should_stop() const {
+  return impl_->should_stop();
+}
+
+void Runtime::request_stop(hh_stop_cause cause, const std::string& reason) {
+  impl_->request_stop(cause, reason);
+}
+
+JobResult Runtime::close() {
+  Impl& m = *impl_;
+  if (m.closed) return m.result;
+  EntryGuard guard(m.in_call, "close()");
+  Lifecycle{m}.deliver_end();
+  m.closed = true;
+  try {
+    flush_event_writers();  // whatever hooks wrote reaches the disk even if they never flushed
+  } catch (const std::exception& e) {
+    m.log->error("{}", e.what());
+  }
+  const auto level = m.result.outcome == Outcome::failed ? spdlog::level::err : spdlog::level::info;
+  m.log->log(level, "job {}: {} (global step {}, {} steps run)", outcome_name(m.result.outcome),
+             m.result.reason, m.result.global_step, m.result.steps_run);
+  return m.result;
+}
+
+JobResult Runtime::run_to_end() {
+  if (start())
+    while (!should_stop()) run();
+  return close();
+}
+
+std::vector<std::string> Runtime::hook_order() const {
+  std::vector<std::string> names;
+  for (const auto& s : impl_->slots) names.push_back(s->settings.instance_name);
+  return names;
+}
+
+std::vector<HookReport> Runtime::reports() const {
+  std::vector<HookReport> out;
+  for (const auto& sp : impl_->slots) {
+    HookReport r;
+    r.instance_name = sp->settings.instance_name;
+    r.plugin_id = sp->dispatch->plugin_id();
+    r.plugin_file = sp->dispatch->plugin_file();
+    r.disabled = sp->disabled;
+    r.failure = sp->failure;
+    for (size_t i = 0; i < kCallbackNames.size(); ++i)
+      r.callbacks[kCallbackNames[i]] = sp->stats[i];
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+const JobResult& Runtime::result() const {
+  return impl_->result;
+}
+
+Session& Runtime::session() {
+  return impl_->session;
+}
+
+std::map<std::string, SavedHookState> Runtime::saved_hook_states() const {
+  return impl_->collect_hook_states();
+}
+
+std::map<std::string, std::string> Runtime::hook_states() const {
+  std::map<std::string, std::string> out;
+  for (auto& [name, state] : impl_->collect_hook_states()) out.emplace(name, state.bytes);
+  return out;
+}
+
+void Runtime::restore_hook_states(const std::map<std::string, SavedHookState>& states) {
+  for (const auto& [name, saved] : states) {
+    auto it = std::find_if(impl_->slots.begin(), impl_->slots.end(),
+                           [&](const auto& s) { return s->settings.instance_name == name; });
+    if (it == impl_->slots.end()) {
+      impl_->log->warn(
+          "the checkpoint holds state for hook '{}', which is not configured; "
+          "ignoring it",
+          name);
+      continue;
+    }
+    HostServices& s = *(*it)->services;
+    if (!saved.plugin_id.empty() && saved.plugin_id != s.plugin_id) {
+      impl_->log->warn(
+          "the checkpoint holds state for hook '{}' saved by plugin '{}', but '{}' now uses "
+          "plugin '{}': it starts without state",
+          name, saved.plugin_id, name, s.plugin_id);
+      continue;
+    }
+    std::lock_guard lock(s.state_mutex);
+    s.state = saved;
+    s.state.plugin_id = s.plugin_id;
+    s.has_state = true;
+  }
+}
+
+void Runtime::restore_hook_states(const std::map<std::string, std::string>& states) {
+  std::map<std::string, SavedHookState> tagged;
+  for (const auto& [name, bytes] : states) {
+    auto it = std::find_if(impl_->slots.begin(), impl_->slots.end(),
+                           [&](const auto& s) { return s->settings.instance_name == name; });
+    const uint32_t version = it == impl_->slots.end() ? 1 : (*it)->services->state_version;
+    tagged.emplace(name, SavedHookState{"", version, bytes});
+  }
+  restore_hook_states(tagged);
+}
+
+}  // namespace hookhost

@@ -1,0 +1,137 @@
+// The runtime's internals, shared by the files of this folder: one hook instance's slot, the
+// hh_host each instance sees, the per-step request a hook fills in before_run, and the lifecycle
+// state that ties them together. Not installed; embedders see runtime.hpp only.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <hookhost/ext/device_values.h>
+
+#include "hookhost/host/runtime.hpp"
+
+namespace hookhost {
+
+struct Slot;
+
+// Where an instance is in its lifecycle. The runtime checks every call against it.
+enum class HookState { created, begun, in_session, in_step, ended, destroyed };
+
+// The services one instance sees through hh_host (host_api.cpp). Lives as long as the runtime,
+// or forever for an instance whose destroy could not be trusted, so a plugin thread that outlives
+// its instance finds a refusing object, never freed memory.
+struct HostServices {
+  static constexpr uint64_t kMagic = 0x68682e686f737431ULL;  // "hh.host1"
+  uint64_t magic = kMagic;
+  hh_host c{};
+  Runtime::Impl* owner = nullptr;
+  std::string instance_name;
+  std::string plugin_id;
+  uint32_t state_version = 1;
+  std::string run_dir;
+  std::shared_ptr<spdlog::logger> logger;
+  std::atomic<bool> ended{false};  // end() returned: state_put, request_stop, services refuse
+
+  mutable std::mutex state_mutex;
+  bool has_state = false;
+  SavedHookState state;
+
+  // The services behind a plugin-supplied pointer, or nullptr (logged) when it is not one this
+  // host issued.
+  static HostServices* from(const hh_host* host, const char* function);
+  // Logs a refused call as plugin misbehaviour, naming the instance and plugin.
+  void misuse(const char* function, const std::string& what) const;
+};
+
+// The instance whose lifecycle call is running on this thread ([hook-thread] checks).
+extern thread_local const HostServices* t_current_call;
+
+// hh_host's functions, filled in by make_host_services.
+void fill_host_table(HostServices& services);
+
+// Collects one hook's fetches and feeds during its before_run (step_request.cpp). One per slot, so
+// a request a plugin keeps past its before_run points at a live object that says it is closed.
+// Standard layout with the C struct first: a request pointer converts back to its builder.
+struct RequestBuilder {
+  static constexpr uint64_t kMagic = 0x68682e7265713031ULL;  // "hh.req01"
+  hh_run_request c;
+  uint64_t magic;
+  Runtime::Impl* owner;
+  Slot* slot;
+  bool open;
+  std::thread::id thread;
+};
+void init_request(RequestBuilder& builder, Runtime::Impl* owner, Slot* slot);
+
+struct Slot {
+  HookSettings settings;
+  size_t added_index = 0;
+  std::shared_ptr<const LoadedPlugin> plugin;  // keeps metadata alive; libraries never unload
+  std::unique_ptr<HostServices> services;
+  std::unique_ptr<HookDispatch> dispatch;
+  std::array<bool, kCallbackNames.size()> implements{};
+  HookState state = HookState::created;
+  bool begin_called = false;
+  bool disabled = false;
+  std::string failure;
+  std::array<CallStats, kCallbackNames.size()> stats{};
+  // This step's request.
+  RequestBuilder request{};
+  std::vector<std::string> fetches;
+  TensorMap feeds;
+  std::string request_error;
+};
+
+struct Runtime::Impl {
+  Session& session;
+  RuntimeOptions options;
+  Runtime* owner_runtime = nullptr;
+  std::shared_ptr<spdlog::logger> log;
+  std::vector<std::unique_ptr<Slot>> slots;  // in resolved order after start()
+  std::set<std::string, std::less<>> fetchable;
+  std::set<std::string, std::less<>> feedable;
+
+  bool started = false;
+  bool closed = false;
+  bool end_of_data = false;
+  bool failed = false;
+  bool in_call = false;  // a runtime entry point is running: re-entry is refused
+  int creation = 0;
+  int64_t steps_run = 0;
+  std::atomic<int64_t> live_step{0};
+  std::atomic<bool> stop_requested{false};
+  mutable std::mutex stop_mutex;
+  hh_stop_cause stop_cause = HH_STOP_CAUSE_NONE;
+  std::string stop_reason;
+  std::string failure_reason;
+  JobResult result;
+  std::atomic<int64_t> published_last_step{-1};
+
+  std::vector<hh_tensor> views_buffer;
+  // This step's merged feeds and who gave them ("the caller" or a hook instance).
+  TensorMap merged_feeds;
+  std::map<std::string, std::string, std::less<>> feed_owner;
+
+  Impl(Session& s, RuntimeOptions o);
+
+  void request_stop(hh_stop_cause cause, const std::string& reason);
+  void fail_job(const std::string& reason);
+  bool should_stop() const { return closed || failed || end_of_data || stop_requested.load(); }
+
+  std::unique_ptr<HostServices> make_services(const std::string& instance,
+                                              const std::string& plugin_id, uint32_t state_version);
+  std::map<std::string, SavedHookState> collect_hook_states() const;
+  const void* builtin_service(const char* id) const;  // builtin_services.cpp
+};
+
+// Text a plugin handed over, for the log: cut at `max` bytes (marked "...").
+std::string bounded_text(const char* text, size_t max);
+
+std::string join_names(const std::vector<std::string>& items);
+
+}  // namespace hookhost

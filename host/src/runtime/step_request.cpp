@@ -1,0 +1,106 @@
+// hh_run_request: what a hook adds to a step in before_run. Every fetch name and fed view is
+// checked here, and a request used outside its before_run is refused.
+#include <algorithm>
+
+#include "runtime_impl.hpp"
+
+namespace hookhost {
+namespace {
+
+// The builder behind a request pointer, when the call is legal: the request is open (its
+// before_run is running) and the call comes from that before_run's thread.
+RequestBuilder* open_builder(hh_run_request* request, const char* function) {
+  if (!request) {
+    spdlog::error("a plugin called hh_run_request.{} with a NULL request; call refused", function);
+    return nullptr;
+  }
+  auto* b = reinterpret_cast<RequestBuilder*>(request);  // the C struct is its first member
+  if (b->magic != RequestBuilder::kMagic) {
+    spdlog::error(
+        "a plugin called hh_run_request.{} with a request this host never issued; call "
+        "refused (plugin misbehaving)",
+        function);
+    return nullptr;
+  }
+  if (!b->open || b->thread != std::this_thread::get_id()) {
+    b->slot->services->misuse(function, b->open ? "from another thread than its before_run"
+                                                : "on a request whose before_run has returned");
+    return nullptr;
+  }
+  return b;
+}
+
+hh_status add_fetch(hh_run_request* request, const char* name) {
+  RequestBuilder* b = open_builder(request, "add_fetch");
+  if (!b) return HH_ERROR;
+  Slot& slot = *b->slot;
+  if (std::string error = check_name(name); !error.empty()) {
+    slot.request_error = "before_run gave an invalid fetch name: " + error;
+    return HH_ERROR;
+  }
+  const std::string_view wanted(name);
+  if (!b->owner->fetchable.count(wanted)) {
+    slot.request_error = "before_run asked to fetch '" + bounded_text(name, 200) +
+                         "', which the workload does not provide (it provides: " +
+                         join_names({b->owner->fetchable.begin(), b->owner->fetchable.end()}) + ")";
+    return HH_ERROR;
+  }
+  if (std::find(slot.fetches.begin(), slot.fetches.end(), wanted) == slot.fetches.end())
+    slot.fetches.emplace_back(wanted);
+  return HH_OK;
+}
+
+hh_status add_feed(hh_run_request* request, const hh_tensor* value) {
+  RequestBuilder* b = open_builder(request, "add_feed");
+  if (!b) return HH_ERROR;
+  Slot& slot = *b->slot;
+  if (!value) {
+    slot.request_error = "before_run gave a NULL feed";
+    return HH_ERROR;
+  }
+  if (std::string error = check_view(*value); !error.empty()) {
+    const std::string which =
+        check_name(value->name).empty() && value->struct_size >= HH_TENSOR_SIZE_1_0
+            ? "'" + bounded_text(value->name, 200) + "'"
+            : "a tensor";
+    slot.request_error = "before_run gave an invalid feed of " + which + ": " + error;
+    return HH_ERROR;
+  }
+  const std::string name = value->name;
+  if (!b->owner->feedable.count(name)) {
+    slot.request_error = "before_run asked to feed '" + bounded_text(name.c_str(), 200) +
+                         "', which the workload does not accept (it accepts: " +
+                         join_names({b->owner->feedable.begin(), b->owner->feedable.end()}) + ")";
+    return HH_ERROR;
+  }
+  auto owner = b->owner->feed_owner.find(name);
+  if (owner != b->owner->feed_owner.end() || slot.feeds.count(name)) {
+    const std::string other =
+        owner != b->owner->feed_owner.end() ? owner->second : "this hook itself";
+    slot.request_error = "feed conflict: hook '" + slot.settings.instance_name + "' and " + other +
+                         " both feed '" + name + "'";
+    return HH_ERROR;
+  }
+  try {
+    slot.feeds.emplace(name, Tensor::from_view(*value));
+  } catch (const std::exception& e) {
+    slot.request_error = "before_run gave an invalid feed of '" + name + "': " + e.what();
+    return HH_ERROR;
+  }
+  return HH_OK;
+}
+
+}  // namespace
+
+void init_request(RequestBuilder& builder, Runtime::Impl* owner, Slot* slot) {
+  builder.c.struct_size = HH_RUN_REQUEST_SIZE;
+  builder.c.host_data = &builder;
+  builder.c.add_fetch = &add_fetch;
+  builder.c.add_feed = &add_feed;
+  builder.magic = RequestBuilder::kMagic;
+  builder.owner = owner;
+  builder.slot = slot;
+  builder.open = false;
+}
+
+}  // namespace hookhost
