@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, runs the whole suite, builds once more with
-# Unix Makefiles (the plain-CMake default generator), then builds and runs
-# the suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unix Makefiles (the plain-CMake default generator), runs each fuzzer for a short bounded time,
+# then builds and runs the suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 #   scripts/test.sh            everything
 #   HOOKHOST_SKIP_SANITIZE=1 scripts/test.sh   no sanitizer pass (for a quick local check)
+#   HOOKHOST_FUZZ_SECONDS=N scripts/test.sh    run each fuzzer N seconds (default 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -22,6 +23,9 @@ echo "== Unix Makefiles build (program and plugins only) =="
 HOOKHOST_GENERATOR="Unix Makefiles" scripts/build.sh build-make -DCMAKE_BUILD_TYPE=Release \
   -DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_BENCH=OFF -DHOOKHOST_BUILD_EXAMPLES=OFF
 build-make/bin/hookhost plugins list >/dev/null
+
+echo "== fuzzers (clang, libFuzzer, ${HOOKHOST_FUZZ_SECONDS:-30}s each) =="
+scripts/fuzz.sh "${HOOKHOST_FUZZ_SECONDS:-30}"
 
 if [ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
