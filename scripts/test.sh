@@ -20,7 +20,7 @@ scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOOKHOST_SANITIZE=OFF
 ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
 
 echo "== Unix Makefiles build (program and plugins only) =="
-HOOKHOST_GENERATOR="Unix Makefiles" scripts/build.sh build-make -DCMAKE_BUILD_TYPE=Release \
+HOOKHOST_GENERATOR="Unix Makefiles" scripts/build.sh build-make -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_BENCH=OFF -DHOOKHOST_BUILD_EXAMPLES=OFF
 build-make/bin/hookhost plugins list >/dev/null
 
