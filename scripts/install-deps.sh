@@ -9,6 +9,7 @@ packages=(
   libspdlog-dev libfmt-dev libelf-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
 )
 
 missing=()

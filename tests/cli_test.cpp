@@ -2,9 +2,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <regex>
 #include <set>
 
+#include "plugin_files.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
 
@@ -106,7 +109,7 @@ TEST_F(CliTest, EveryConfigMistakeStopsBeforeAnythingRuns) {
        {"job.ini:2", "unknown plugin 'no_such_plugin'", "hookhost plugins list"}},
       {"exclusive pair given twice",
        "[hook.stop]\nplugin = stop_at_step\nnum_steps = 3\nlast_step = 5\n",
-       {"job.ini:1", "hook 'stop'", "num_steps", "last_step"}},
+       {"job.ini:3", "[hook.stop] num_steps", "num_steps", "last_step"}},
       {"duplicate instance",
        "[hook.a]\nplugin = stop_at_step\nlast_step = 1\n[hook.a]\nplugin = stop_at_step\n",
        {"job.ini:4", "[hook.a] appears twice"}},
@@ -150,6 +153,78 @@ TEST_F(CliTest, PluginFoldersComeFromTheEnvironmentToo) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("good_cxx.so"), HasSubstr("stop_at_step")));
   EXPECT_THAT(run({"plugins", "list"}).out, Not(HasSubstr("good_cxx.so")));
+}
+
+TEST_F(CliTest, MissingPluginFolderIsAnErrorInListAndAWarningInRun) {
+  const std::string missing = (dir_ / "no-such-folder").string();
+  ProcessResult list = run({"plugins", "list", "--plugin-dir", missing});
+  EXPECT_EQ(list.exit_code, 2);
+  EXPECT_THAT(list.err, HasSubstr("plugin folder " + missing + " does not exist"));
+  EXPECT_THAT(list.out, HasSubstr("stop_at_step"));  // the rest is still listed
+
+  ProcessResult job = run({"run", "--plugin-dir", missing, "--run-dir", run_dir().string(), "--set",
+                           "hook.stop.plugin=stop_at_step", "--set", "hook.stop.last_step=2"});
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_THAT(job.err, AllOf(HasSubstr("[warning]"),
+                             HasSubstr("plugin folder " + missing + " does not exist")));
+}
+
+TEST_F(CliTest, DuplicatePluginIdIsReportedWithBothFilesAndWhy) {
+  fs::path first = dir_ / "first", second = dir_ / "second";
+  fs::create_directories(first);
+  fs::create_directories(second);
+  const fs::path chosen = copy_plugin(fixture_plugin("good_cxx"), first, "good_cxx.so");
+  const fs::path backup = copy_plugin(fixture_plugin("good_cxx"), second, "good_cxx.so.bak.so");
+  ProcessResult list =
+      run({"plugins", "list", "--plugin-dir", first.string(), "--plugin-dir", second.string()});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, AllOf(HasSubstr("Duplicate plugin ids"),
+                              HasSubstr("good_cxx: using " + chosen.string()),
+                              HasSubstr("because its folder comes first in the search path"),
+                              HasSubstr("ignoring " + backup.string())));
+
+  ProcessResult job = run({"run", "--plugin-dir", first.string(), "--plugin-dir", second.string(),
+                           "--run-dir", run_dir().string(), "--set",
+                           "hook.stop.plugin=stop_at_step", "--set", "hook.stop.last_step=2"});
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_THAT(job.err, AllOf(HasSubstr("two plugins with id 'good_cxx': using " + chosen.string()),
+                             HasSubstr("ignoring " + backup.string())));
+}
+
+TEST_F(CliTest, EveryUnusableEntryIsListedWithItsReason) {
+  fs::path extra = dir_ / "extra";
+  fs::create_directory(extra);
+  ASSERT_EQ(::mkfifo((extra / "pipe.so").c_str(), 0644), 0);
+  fs::create_symlink(extra / "loop.so", extra / "loop.so");
+  fs::create_directory(extra / "dir.so");
+  fs::create_symlink("/dev/null", extra / "null.so");
+  ProcessResult r = run({"plugins", "list", "--plugin-dir", extra.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              AllOf(HasSubstr("pipe.so\n    a FIFO"), HasSubstr("loop.so\n    symbolic link loop"),
+                    HasSubstr("dir.so\n    a folder"), HasSubstr("null.so\n    a device file")));
+}
+
+TEST_F(CliTest, FileNamesAndPluginTextsAreEscaped) {
+  fs::path extra = dir_ / "extra";
+  fs::create_directory(extra);
+  write_file(extra / "evil\x1b[2J\nname.so", "not a plugin");
+  // A plugin whose note describes it with control characters (same length, so the note stays
+  // well formed).
+  std::string bytes = read_file(fixture_plugin("good_c"));
+  const std::string from = "A pure C test plugin", to = "A \x1b[2J\aC test plugin";
+  ASSERT_EQ(from.size(), to.size());
+  for (size_t pos = bytes.find(from); pos != std::string::npos; pos = bytes.find(from, pos))
+    bytes.replace(pos, from.size(), to);
+  write_file(extra / "good_c.so", bytes);
+
+  ProcessResult list = run({"plugins", "list", "--plugin-dir", extra.string()});
+  EXPECT_THAT(list.out, HasSubstr("evil\\e[2J\\nname.so"));
+  EXPECT_THAT(list.out, Not(HasSubstr("\x1b")));
+  ProcessResult describe = run({"plugins", "describe", "good_c", "--plugin-dir", extra.string()});
+  EXPECT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_THAT(describe.out, HasSubstr("A \\e[2J\\x07C test plugin"));
+  EXPECT_THAT(describe.out, Not(HasSubstr("\x1b")));
 }
 
 TEST_F(CliTest, DescribeShowsTheSchema) {

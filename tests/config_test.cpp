@@ -59,8 +59,9 @@ last_step = 10
 enabled = false
 )"),
                                 {});
-  EXPECT_THAT(c.plugin_dirs, ElementsAre(fs::path("a"), fs::path("b")));
-  EXPECT_EQ(c.run_dir, fs::path("out"));
+  // Relative paths in the file are taken from the file's folder.
+  EXPECT_THAT(c.plugin_dirs, ElementsAre(dir_ / "a", dir_ / "b"));
+  EXPECT_EQ(c.run_dir, dir_ / "out");
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_EQ(c.on_error, FailurePolicy::stop);
   EXPECT_EQ(c.workload, "linreg");
@@ -134,7 +135,24 @@ TEST_F(ConfigTest, SyntaxErrorsNameTheLine) {
 }
 
 TEST_F(ConfigTest, RunKeyGivenTwice) {
-  EXPECT_THAT(error_of("[run]\nrun_dir = a\nrun_dir = b\n"), HasSubstr("more than once"));
+  EXPECT_THAT(error_of("[run]\nrun_dir = a\nrun_dir = b\n"),
+              AllOf(HasSubstr("job.ini:3: [run] run_dir"), HasSubstr("first at line 2")));
+}
+
+TEST_F(ConfigTest, QuotedValuesKeepHashAndSpaces) {
+  JobConfig c = load_job_config(
+      write("[hook.a]\nformat = \"  # {loss} \\\"q\\\" \\\\ \"\nlabel = a;b\n"), {});
+  EXPECT_THAT(c.hooks[0].params,
+              ElementsAre(Pair("format", "  # {loss} \"q\" \\ "), Pair("label", "a;b")));
+}
+
+TEST_F(ConfigTest, OverridesReplaceFileValuesButTheFileIsStillChecked) {
+  JobConfig c = load_job_config(write("[run]\nplugin_dir = a\nrun_dir = out\n"),
+                                {"run.plugin_dir=x", "run.plugin_dir=y", "run.run_dir=here"});
+  EXPECT_THAT(c.plugin_dirs, ElementsAre(fs::path("x"), fs::path("y")));
+  EXPECT_EQ(c.run_dir, fs::path("here"));  // from the command line: the current folder
+  EXPECT_THAT(error_of("[run]\nlog_level = loud\n", {"run.log_level=info"}),
+              HasSubstr("job.ini:2: [run] log_level"));
 }
 
 TEST_F(ConfigTest, MissingFileAndBadOverride) {

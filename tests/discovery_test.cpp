@@ -4,9 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
+#include "hookhost/host/display_text.hpp"
 #include "hookhost/host/elf_note.hpp"
 #include "hookhost/host/loader.hpp"
 #include "plugin_files.hpp"
@@ -172,6 +179,97 @@ TEST(Discovery, ReportsBrokenSymlink) {
   fs::create_symlink(dir / "gone.so", dir / "dangling.so");
   DiscoveryResult r = discover_plugins({dir.path()});
   EXPECT_THAT(reason_for(r, dir / "dangling.so"), HasSubstr("broken symbolic link"));
+}
+
+// ---- entries that are not plugin files: each reported, none opened --------------------------
+
+TEST(Discovery, ReportsFifoWithoutOpeningIt) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "pipe.so").c_str(), 0644), 0);
+  DiscoveryResult r = discover_plugins({dir.path()});  // opening the FIFO would block forever
+  EXPECT_THAT(reason_for(r, dir / "pipe.so"), HasSubstr("a FIFO (named pipe)"));
+  EXPECT_THAT(r.plugins, IsEmpty());
+}
+
+TEST(Discovery, ReportsSocket) {
+  TempDir dir;
+  const fs::path path = dir / "sock.so";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.string().size(), sizeof addr.sun_path);
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  DiscoveryResult r = discover_plugins({dir.path()});
+  ::close(fd);
+  EXPECT_THAT(reason_for(r, path), HasSubstr("a socket"));
+}
+
+TEST(Discovery, ReportsSymlinkLoop) {
+  TempDir dir;
+  fs::create_symlink(dir / "b.so", dir / "a.so");
+  fs::create_symlink(dir / "a.so", dir / "b.so");
+  fs::create_symlink(dir / "self.so", dir / "self.so");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  for (const char* name : {"a.so", "b.so", "self.so"})
+    EXPECT_THAT(reason_for(r, dir / name), HasSubstr("symbolic link loop")) << name;
+}
+
+TEST(Discovery, ReportsDeviceFile) {
+  TempDir dir;
+  fs::create_symlink("/dev/null", dir / "null.so");  // making a device node needs root
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(reason_for(r, dir / "null.so"), HasSubstr("a device file"));
+}
+
+TEST(Discovery, ReportsFolderNamedLikeAPlugin) {
+  TempDir dir;
+  fs::create_directory(dir / "x.so");
+  fs::create_directory(dir / "libfoo.so.1");
+  fs::create_directory(dir / "ordinary");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_THAT(reason_for(r, dir / "x.so"), HasSubstr("a folder, not a plugin file"));
+  EXPECT_THAT(reason_for(r, dir / "libfoo.so.1"), HasSubstr("a folder, not a plugin file"));
+  EXPECT_EQ(reason_for(r, dir / "ordinary"), "");  // not searched, not a mistake
+  EXPECT_EQ(r.rejected.size(), 2u);
+}
+
+TEST(Discovery, DuplicateAcrossFoldersNamesBothFilesAndWhy) {
+  TempDir a, b;
+  fs::path chosen = copy_plugin(fixture_plugin("good_c"), a.path(), "good_c.so");
+  fs::path backup = copy_plugin(fixture_plugin("good_c"), b.path(), "aaa_backup.so");
+  DiscoveryResult r = discover_plugins({a.path(), b.path()});
+  ASSERT_EQ(r.duplicates.size(), 1u);
+  EXPECT_EQ(r.duplicates[0].id, "good_c");
+  EXPECT_EQ(r.duplicates[0].chosen, chosen);
+  EXPECT_EQ(r.duplicates[0].ignored, backup);
+  EXPECT_THAT(r.duplicates[0].why, HasSubstr("its folder comes first in the search path"));
+  EXPECT_THAT(reason_for(r, backup), HasSubstr("which is used because its folder comes first"));
+}
+
+TEST(Discovery, DuplicateInOneFolderSaysTheFirstFileNameWins) {
+  TempDir dir;
+  copy_plugin(fixture_plugin("good_c"), dir.path(), "a.so");
+  copy_plugin(fixture_plugin("good_c"), dir.path(), "b.so");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  ASSERT_EQ(r.duplicates.size(), 1u);
+  EXPECT_EQ(r.duplicates[0].chosen, dir / "a.so");
+  EXPECT_THAT(r.duplicates[0].why, HasSubstr("first file name in sort order wins"));
+}
+
+TEST(Discovery, MissingFoldersAreListed) {
+  TempDir dir;
+  write_file(dir / "file", "x");
+  DiscoveryResult r = discover_plugins({dir / "nope", dir / "file", dir.path()});
+  EXPECT_EQ(r.missing_folders, (std::vector<fs::path>{dir / "nope", dir / "file"}));
+}
+
+TEST(DisplayText, EscapesControlCharactersAndCapsLength) {
+  EXPECT_EQ(display_text("plain ünïcode"), "plain ünïcode");
+  EXPECT_EQ(display_text("a\nb\rc\td\x1b[2J\x01\x7f"), "a\\nb\\rc\\td\\e[2J\\x01\\x7f");
+  EXPECT_EQ(display_text(std::string(300, 'x'), 10), "xxxxxxxxxx...(290 more bytes)");
+  EXPECT_EQ(display_text("ab\xC3\xA9z", 3), "ab...(3 more bytes)");  // no half character
 }
 
 TEST(Discovery, FindsStrippedPlugin) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <boost/program_options.hpp>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <hookhost/host/config.hpp>
 #include <hookhost/host/discovery.hpp>
+#include <hookhost/host/display_text.hpp>
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
 #include <iostream>
@@ -79,10 +81,28 @@ void install_signal_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+// The log message with control characters escaped: hooks log through clones of this logger, and
+// their texts (and any file name or value in a message) must not forge lines or drive the terminal.
+class EscapedMessage : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    constexpr std::size_t kLogMessageLimit = 4096;
+    const std::string text =
+        display_text(std::string_view(msg.payload.data(), msg.payload.size()), kLogMessageLimit);
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<EscapedMessage>();
+  }
+};
+
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
   auto logger = std::make_shared<spdlog::logger>(
       "hookhost", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  logger->set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %v");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<EscapedMessage>('*').set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %*");
+  logger->set_formatter(std::move(formatter));
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
@@ -218,18 +238,37 @@ int cmd_plugins(const std::vector<std::string>& args) {
   DiscoveryResult found = discover_plugins(dirs);
 
   if (words[0] == "list" && words.size() == 1) {
+    constexpr std::size_t kColumn = 64;  // ids and versions longer than this are cut
     std::printf("%-20s %-9s %-5s %s\n", "ID", "VERSION", "ABI", "FILE");
     for (const auto& p : found.plugins)
-      std::printf("%-20s %-9s %u.%-3u %s\n", p.metadata.id.c_str(), p.metadata.version.c_str(),
-                  p.metadata.abi_major, p.metadata.abi_minor, p.file.string().c_str());
+      std::printf("%-20s %-9s %u.%-3u %s\n", display_text(p.metadata.id, kColumn).c_str(),
+                  display_text(p.metadata.version, kColumn).c_str(), p.metadata.abi_major,
+                  p.metadata.abi_minor, display_text(p.file.string()).c_str());
     std::printf("\n%zu plugin(s) in: ", found.plugins.size());
     for (size_t i = 0; i < dirs.size(); ++i)
-      std::printf("%s%s", i ? ", " : "", dirs[i].string().c_str());
+      std::printf("%s%s", i ? ", " : "", display_text(dirs[i].string()).c_str());
     std::printf("\n");
+    if (!found.duplicates.empty()) {
+      std::printf("\nDuplicate plugin ids:\n");
+      for (const auto& d : found.duplicates)
+        std::printf("  %s: using %s\n    because %s\n    ignoring %s\n",
+                    display_text(d.id, kColumn).c_str(), display_text(d.chosen.string()).c_str(),
+                    d.why.c_str(), display_text(d.ignored.string()).c_str());
+    }
     if (!found.rejected.empty()) {
       std::printf("\nRejected files:\n");
       for (const auto& r : found.rejected)
-        std::printf("  %s\n    %s\n", r.file.string().c_str(), r.reason.c_str());
+        std::printf("  %s\n    %s\n", display_text(r.file.string()).c_str(),
+                    display_text(r.reason).c_str());
+    }
+    // Every folder searched here was named by the operator (or is the built-in one): a missing
+    // one is a typo to fix, not something to list around.
+    if (!found.missing_folders.empty()) {
+      std::fflush(stdout);
+      for (const auto& folder : found.missing_folders)
+        std::fprintf(stderr, "hookhost: plugin folder %s does not exist or is not a folder\n",
+                     display_text(folder.string()).c_str());
+      return kExitUsage;
     }
     return kExitOk;
   }
@@ -239,24 +278,25 @@ int cmd_plugins(const std::vector<std::string>& args) {
       std::fprintf(stderr,
                    "hookhost: no plugin with id '%s' (see 'hookhost plugins list' for the ids "
                    "found)\n",
-                   words[1].c_str());
+                   display_text(words[1]).c_str());
       return kExitUsage;
     }
     const PluginMetadata& m = p->metadata;
-    std::printf("%s %s - %s\n  file: %s\n  ABI: %u.%u\n\nParameters:\n", m.id.c_str(),
-                m.version.c_str(), m.description.c_str(), p->file.string().c_str(), m.abi_major,
-                m.abi_minor);
+    std::printf("%s %s - %s\n  file: %s\n  ABI: %u.%u\n\nParameters:\n", display_text(m.id).c_str(),
+                display_text(m.version).c_str(), display_text(m.description).c_str(),
+                display_text(p->file.string()).c_str(), m.abi_major, m.abi_minor);
     if (m.params.empty()) std::printf("  (none)\n");
     for (const auto& param : m.params)
-      std::printf("  %-18s %-12s %-12s %s\n", param.name.c_str(),
-                  param_type_name(param.type).c_str(), flag_text(param).c_str(),
-                  param.help.c_str());
+      std::printf("  %-18s %-12s %-12s %s\n", display_text(param.name).c_str(),
+                  param_type_name(param.type).c_str(), display_text(flag_text(param)).c_str(),
+                  display_text(param.help).c_str());
     std::printf(
         "\nCommon keys in every [hook.NAME] section: plugin (default NAME), enabled "
         "(true), order (0), on_error (disable|stop|fail).\n\nExample:\n  [hook.%s]\n",
-        m.id.c_str());
+        display_text(m.id).c_str());
     for (const auto& param : m.params)
-      if (param.flag == ParamFlag::required) std::printf("  %s = ...\n", param.name.c_str());
+      if (param.flag == ParamFlag::required)
+        std::printf("  %s = ...\n", display_text(param.name).c_str());
     return kExitOk;
   }
   return usage_error("unknown 'plugins' command '" + words[0] + "' (expected list or describe ID)",

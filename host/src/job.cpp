@@ -3,13 +3,21 @@
 #include <spdlog/spdlog.h>
 #include <boost/dll/runtime_symbol_info.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
+#include <limits>
+#include <map>
 #include <set>
 
 #include "hookhost/host/checkpoint.hpp"
+#include "hookhost/host/display_text.hpp"
 #include "hookhost/host/loader.hpp"
 #include "hookhost/host/workloads/linreg.hpp"
 
@@ -68,6 +76,97 @@ namespace {
   throw ConfigError(where + e.what(), e.key());
 }
 
+bool is_identifier_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+// The first of `keys` that `message` names as a whole word, e.g. "num_steps" in "invalid
+// num_steps=-3"; empty when none. Lets a plugin's refusal in create() point at the key's line.
+std::string key_named_in(const std::string& message,
+                         const std::multimap<std::string, std::string>& keys) {
+  std::string best;
+  size_t best_pos = std::string::npos;
+  for (const auto& [key, value] : keys) {
+    for (size_t pos = message.find(key); pos != std::string::npos;
+         pos = message.find(key, pos + 1)) {
+      const bool starts = pos == 0 || !is_identifier_char(message[pos - 1]);
+      const size_t end = pos + key.size();
+      const bool ends = end == message.size() || !is_identifier_char(message[end]);
+      if (starts && ends) {
+        if (pos < best_pos) best = key, best_pos = pos;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+// What Boost's value parsing in resolve_params() lets through or reports without the valid range:
+// integers beyond 64 bits, NaN and infinite numbers, empty items in a list. Throws ConfigError with
+// the key; the caller adds the file, line and section.
+void check_param_texts(const PluginMetadata& schema,
+                       const std::multimap<std::string, std::string>& raw) {
+  for (const auto& [key, text] : raw) {
+    const ParamSpec* spec = schema.find_param(key);
+    if (!spec) continue;  // resolve_params() names the unknown key and lists the valid ones
+    const std::string got = ", got '" + display_text(text) + "'";
+    switch (spec->type) {
+      case HH_PARAM_TYPE_INT: {
+        const bool integer_shaped =
+            !text.empty() &&
+            std::all_of(text.begin() + (text[0] == '-' || text[0] == '+'), text.end(),
+                        [](unsigned char c) { return std::isdigit(c); }) &&
+            text.find_first_of("0123456789") != std::string::npos;
+        int64_t value = 0;
+        const char* first = text.data() + (text[0] == '+');
+        if (integer_shaped && std::from_chars(first, text.data() + text.size(), value).ec ==
+                                  std::errc::result_out_of_range)
+          throw ConfigError("must be an integer between " +
+                                std::to_string(std::numeric_limits<int64_t>::min()) + " and " +
+                                std::to_string(std::numeric_limits<int64_t>::max()) + got,
+                            key);
+        break;
+      }
+      case HH_PARAM_TYPE_FLOAT: {
+        double value = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data() + (text[0] == '+'), end, value);
+        if (ptr == end && (ec == std::errc::result_out_of_range || !std::isfinite(value)))
+          throw ConfigError("must be a finite number (not NaN or infinite)" + got, key);
+        break;
+      }
+      case HH_PARAM_TYPE_STRING_LIST: {
+        if (text.find_first_not_of(" \t") == std::string::npos) break;  // an empty list
+        size_t start = 0, item = 1;
+        for (;; ++item) {
+          const size_t comma = std::min(text.find(',', start), text.size());
+          if (text.find_first_not_of(" \t", start) >= comma)
+            throw ConfigError("item " + std::to_string(item) +
+                                  " of the comma-separated list is empty" + got +
+                                  "; remove the extra comma",
+                              key);
+          if (comma == text.size()) break;
+          start = comma + 1;
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+// Checks a hook's or the workload's parameters against `schema`; errors name the key's line.
+ResolvedParams resolve_checked(const PluginMetadata& schema, const std::string& instance,
+                               const std::multimap<std::string, std::string>& raw,
+                               const std::function<std::string(const std::string&)>& where) {
+  try {
+    check_param_texts(schema, raw);
+    return resolve_params(schema, instance, raw);
+  } catch (const ConfigError& e) {
+    rethrow_at(e, where(e.key()));
+  }
+}
+
 void move_aside(const fs::path& run_dir, spdlog::logger& log) {
   std::error_code ec;
   if (!fs::exists(run_dir, ec) || fs::is_empty(run_dir, ec)) return;
@@ -102,9 +201,10 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     throw ConfigError(cfg.where_workload("name") + "unknown workload '" + cfg.workload +
                           "' (this hookhost has: linreg)",
                       "name");
-  ResolvedParams workload_params;
+  const auto workload_where = [&](const std::string& key) { return cfg.where_workload(key); };
+  ResolvedParams workload_params =
+      resolve_checked(linreg_schema(), "workload", cfg.workload_params, workload_where);
   try {
-    workload_params = resolve_params(linreg_schema(), "workload", cfg.workload_params);
     p.session = make_linreg_session(workload_params);
   } catch (const ConfigError& e) {
     rethrow_at(e, cfg.where_workload(e.key()));
@@ -113,8 +213,15 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   // Plugins: discovered is not enabled; only configured hooks are loaded.
   const std::vector<fs::path> dirs = plugin_search_path(p.options.plugin_dirs, cfg.plugin_dirs);
   DiscoveryResult found = discover_plugins(dirs);
+  // A folder the operator named that is missing is worth a warning, not a failed job: the hooks
+  // may all come from other folders, and an unknown plugin is an error below anyway.
+  for (const auto& folder : found.missing_folders)
+    log.warn("plugin folder {} does not exist or is not a folder", display_text(folder.string()));
+  for (const auto& d : found.duplicates)
+    log.warn("two plugins with id '{}': using {} ({}); ignoring {}", display_text(d.id),
+             display_text(d.chosen.string()), d.why, display_text(d.ignored.string()));
   for (const auto& r : found.rejected)
-    log.debug("not a usable plugin: {}: {}", r.file.string(), r.reason);
+    log.debug("not a usable plugin: {}: {}", display_text(r.file.string()), display_text(r.reason));
 
   struct Planned {
     const HookConfig* hook;
@@ -123,28 +230,34 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   };
   std::vector<Planned> planned;
   for (const HookConfig& hook : cfg.hooks) {
+    const DiscoveredPlugin* d = found.find(hook.plugin);
+    const auto hook_where = [&](const std::string& key) { return cfg.where(hook, key); };
     if (!hook.enabled) {
-      log.info("hook '{}' is disabled in the configuration", hook.name);
+      // Still checked, so enabling it later cannot reveal an old mistake in the middle of a run.
+      if (d) {
+        resolve_checked(d->metadata, hook.name, hook.params, hook_where);
+        log.info("hook '{}' is disabled in the configuration", hook.name);
+      } else {
+        log.warn(
+            "hook '{}' is disabled in the configuration; its plugin '{}' was not found, so "
+            "its parameters were not checked",
+            hook.name, display_text(hook.plugin));
+      }
       continue;
     }
-    const DiscoveredPlugin* d = found.find(hook.plugin);
     if (!d) {
       std::string dir_list;
-      for (const auto& dir : dirs) dir_list += (dir_list.empty() ? "" : ", ") + dir.string();
+      for (const auto& dir : dirs)
+        dir_list += (dir_list.empty() ? "" : ", ") + display_text(dir.string());
       std::string rejected;
       for (const auto& r : found.rejected)
-        rejected += "\n  rejected " + r.file.string() + ": " + r.reason;
-      throw ConfigError(cfg.where(hook, "plugin") + "unknown plugin '" + hook.plugin +
+        rejected += "\n  rejected " + display_text(r.file.string()) + ": " + display_text(r.reason);
+      throw ConfigError(cfg.where(hook, "plugin") + "unknown plugin '" + display_text(hook.plugin) +
                             "': no plugin with this id in " + dir_list +
                             " ('hookhost plugins list' shows what is available)" + rejected,
                         "plugin");
     }
-    Planned item{&hook, nullptr, {}};
-    try {
-      item.params = resolve_params(d->metadata, hook.name, hook.params);
-    } catch (const ConfigError& e) {
-      rethrow_at(e, cfg.where(hook, e.key()));
-    }
+    Planned item{&hook, nullptr, resolve_checked(d->metadata, hook.name, hook.params, hook_where)};
     try {
       item.plugin = load_plugin(*d);
     } catch (const LoadError& e) {
@@ -188,7 +301,9 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     try {
       p.runtime->add_hook(item.plugin, settings, item.params);
     } catch (const ConfigError& e) {
-      throw ConfigError(cfg.where(*item.hook) + e.what(), e.key());
+      // The plugin's message often names the parameter it refused: point at that key's line.
+      const std::string key = e.key().empty() ? key_named_in(e.what(), item.hook->params) : e.key();
+      throw ConfigError(cfg.where(*item.hook, key) + display_text(e.what(), 1024), key);
     }
   }
 
@@ -197,19 +312,19 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", p.run_dir.string(), cfg.log_level,
            policy_name(cfg.on_error));
   std::string dir_text;
-  for (const auto& d : dirs) dir_text += (dir_text.empty() ? "" : ", ") + d.string();
+  for (const auto& d : dirs) dir_text += (dir_text.empty() ? "" : ", ") + display_text(d.string());
   log.info("  [run] plugin folders: {}", dir_text);
   std::string wl = "name = " + cfg.workload;
   for (const auto& v : workload_params.values())
-    if (v.is_set) wl += ", " + v.spec.name + " = " + v.text;
+    if (v.is_set) wl += ", " + v.spec.name + " = " + display_text(v.text);
   log.info("  [workload] {}", wl);
   for (const auto& item : planned) {
-    std::string line = "plugin = " + item.plugin->metadata().id + " (" +
-                       item.plugin->file().string() +
+    std::string line = "plugin = " + display_text(item.plugin->metadata().id) + " (" +
+                       display_text(item.plugin->file().string()) +
                        "), order = " + std::to_string(item.hook->order) +
                        ", on_error = " + policy_name(item.hook->on_error.value_or(cfg.on_error));
     for (const auto& v : item.params.values())
-      if (v.is_set) line += ", " + v.spec.name + " = " + v.text;
+      if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);
     log.info("  [hook.{}] {}", item.hook->name, line);
   }
 
@@ -264,7 +379,7 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
   std::snprintf(line, sizeof line,
                 "\nhookhost: job %s (%s)\n  steps: %lld run (global step %lld -> %lld)\n"
                 "  wall time: %.3f s, %.1f steps/s\n",
-                outcome_name(result.outcome), result.reason.c_str(),
+                outcome_name(result.outcome), display_text(result.reason).c_str(),
                 static_cast<long long>(result.steps_run), static_cast<long long>(first_step),
                 static_cast<long long>(result.global_step), secs,
                 secs > 0 ? static_cast<double>(result.steps_run) / secs : 0.0);
@@ -289,7 +404,8 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
       out += line;
       first = false;
     }
-    if (r.disabled) out += "  " + std::string(20, ' ') + " disabled: " + r.failure + "\n";
+    if (r.disabled)
+      out += "  " + std::string(20, ' ') + " disabled: " + display_text(r.failure) + "\n";
   }
   return out;
 }

@@ -113,10 +113,11 @@ std::string split_csv_line(std::string_view line, std::vector<std::string>& fiel
           break;
         }
       }
-      if (!closed) return "a quoted field has no closing quote";
+      const std::string column = "column " + std::to_string(fields.size() + 1);
+      if (!closed) return column + ": a quoted field has no closing quote";
       while (i < line.size() && line[i] != ',') {
         if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
-          return "text follows a closing quote";
+          return column + ": text follows a closing quote";
         ++i;
       }
     } else {
@@ -156,28 +157,37 @@ Config read_config(const ResolvedParams& params) {
   const std::string kind = param(params, "fail_kind", HH_PARAM_TYPE_STRING).s;
 
   const auto bad = [](const std::string& key, const std::string& rule, const std::string& got) {
-    return ConfigError(kWhere + ": parameter '" + key + "' must be " + rule + ", got '" + got +
-                       "'");
+    return ConfigError(kWhere + ": parameter '" + key + "' must be " + rule + ", got '" + got + "'",
+                       key);
   };
+  const auto between = [](int64_t low, int64_t high) {
+    return "an integer between " + std::to_string(low) + " and " + std::to_string(high);
+  };
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
   if (c.label.empty()) throw bad("label", "a column name", c.label);
   if (c.features.empty()) throw bad("features", "at least one column name", "");
   for (std::size_t i = 0; i < c.features.size(); ++i) {
     if (c.features[i] == c.label)
       throw ConfigError(kWhere + ": column '" + c.label +
-                        "' is both the label and a feature; a model must not see its answer");
+                            "' is both the label and a feature; a model must not see its answer",
+                        "features");
     if (std::find(c.features.begin(), c.features.begin() + static_cast<std::ptrdiff_t>(i),
                   c.features[i]) != c.features.begin() + static_cast<std::ptrdiff_t>(i))
-      throw ConfigError(kWhere + ": parameter 'features' names column '" + c.features[i] +
-                        "' twice");
+      throw ConfigError(
+          kWhere + ": parameter 'features' names column '" + c.features[i] + "' twice", "features");
   }
-  if (c.batch_size <= 0) throw bad("batch_size", "> 0", std::to_string(c.batch_size));
+  if (c.batch_size < 1 || c.batch_size > kIntMax)
+    throw bad("batch_size", between(1, kIntMax), std::to_string(c.batch_size));
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
     throw bad("learning_rate", "a number > 0", format_double(c.learning_rate));
-  if (c.epochs < 0)
-    throw bad("epochs", ">= 0 (0 = until a hook stops the job)", std::to_string(c.epochs));
+  if (c.epochs < 0 || c.epochs > kIntMax)
+    throw bad("epochs", between(0, kIntMax) + " (0 = until a hook stops the job)",
+              std::to_string(c.epochs));
   if (c.fail_at_step < -1)
-    throw bad("fail_at_step", "a global step >= 0, or -1 for never",
-              std::to_string(c.fail_at_step));
+    throw bad(
+        "fail_at_step",
+        between(-1, std::numeric_limits<int64_t>::max()) + " (a global step, or -1 for never)",
+        std::to_string(c.fail_at_step));
   if (kind == "aborted") {
     c.fail_kind = FailKind::aborted;
   } else if (kind == "error") {
@@ -200,13 +210,15 @@ std::string read_data_text(const ResolvedParams& params) {
   const std::string where = kWhere + ": data file '" + path + "' (parameter 'data')";
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) throw ConfigError(where + " does not exist");
-  if (fs::is_directory(status)) throw ConfigError(where + " is a folder, not a CSV file");
+  if (!fs::exists(status)) throw ConfigError(where + " does not exist", "data");
+  if (fs::is_directory(status)) throw ConfigError(where + " is a folder, not a CSV file", "data");
+  if (!fs::is_regular_file(status))
+    throw ConfigError(where + " is not a regular file (a device, FIFO or socket)", "data");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(where + " cannot be opened: " + std::strerror(errno));
+  if (!in) throw ConfigError(where + " cannot be opened: " + std::strerror(errno), "data");
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw ConfigError(where + " cannot be read");
+  if (in.bad()) throw ConfigError(where + " cannot be read", "data");
   return text.str();
 }
 
@@ -228,7 +240,7 @@ Dataset load_dataset(std::string_view text, const Config& cfg) {
     ++line_no;
     if (trim(line).empty()) continue;
     if (std::string err = split_csv_line(line, fields); !err.empty())
-      throw ConfigError(where + ": line " + std::to_string(line_no) + ": " + err);
+      throw ConfigError(where + ": line " + std::to_string(line_no) + ", " + err, "data");
 
     if (header.empty()) {
       header = fields;
@@ -236,31 +248,40 @@ Dataset load_dataset(std::string_view text, const Config& cfg) {
       if (std::all_of(header.begin(), header.end(),
                       [&](const std::string& f) { return parse_number(f, ignored); }))
         throw ConfigError(where + " has no header row: line " + std::to_string(line_no) +
-                          " holds numbers, but the first line must name the columns");
-      const auto column = [&](const std::string& name, const std::string& role) {
+                              " holds numbers, but the first line must name the columns",
+                          "data");
+      const auto column = [&](const std::string& name, const std::string& role,
+                              const std::string& key) {
         auto it = std::find(header.begin(), header.end(), name);
         if (it == header.end())
           throw ConfigError(where + " has no column '" + name + "' (" + role +
-                            "); the file has columns: " + join(header, ", "));
+                                "); the file has columns: " + join(header, ", "),
+                            key);
         return static_cast<std::size_t>(it - header.begin());
       };
-      used.push_back(column(cfg.label, "the label, parameter 'label'"));
+      used.push_back(column(cfg.label, "the label, parameter 'label'", "label"));
       for (const auto& f : cfg.features)
-        used.push_back(column(f, "a feature, parameter 'features'"));
+        used.push_back(column(f, "a feature, parameter 'features'", "features"));
       continue;
     }
 
     if (fields.size() != header.size())
-      throw ConfigError(where + ": line " + std::to_string(line_no) + " has " +
-                        std::to_string(fields.size()) + " fields, but the header has " +
-                        std::to_string(header.size()));
+      throw ConfigError(
+          where + ": line " + std::to_string(line_no) + " has " + std::to_string(fields.size()) +
+              " fields, but the header has " + std::to_string(header.size()) +
+              (fields.size() < header.size()
+                   ? " (column " + std::to_string(fields.size() + 1) + ", '" +
+                         header[fields.size()] + "', is missing)"
+                   : " (column " + std::to_string(header.size() + 1) + " has no header)"),
+          "data");
     for (std::size_t k = 0; k < used.size(); ++k) {
       const std::size_t col = used[k];
       double v = 0;
       if (!parse_number(fields[col], v))
         throw ConfigError(where + ": line " + std::to_string(line_no) + ", column '" + header[col] +
-                          "' (column " + std::to_string(col + 1) + "): '" + fields[col] +
-                          "' is not a number");
+                              "' (column " + std::to_string(col + 1) + "): '" + fields[col] +
+                              "' is not a finite number",
+                          "data");
       if (k == 0) {
         d.y.push_back(v);
       } else {
@@ -269,12 +290,13 @@ Dataset load_dataset(std::string_view text, const Config& cfg) {
     }
     ++d.rows;
   }
-  if (header.empty()) throw ConfigError(where + " has no header row (the file is empty)");
-  if (d.rows == 0) throw ConfigError(where + " has a header but no data rows");
+  if (header.empty()) throw ConfigError(where + " has no header row (the file is empty)", "data");
+  if (d.rows == 0) throw ConfigError(where + " has a header but no data rows", "data");
   if (d.rows < static_cast<std::size_t>(cfg.batch_size))
     throw ConfigError(where + " has " + std::to_string(d.rows) +
-                      " data rows, fewer than batch_size=" + std::to_string(cfg.batch_size) +
-                      "; lower 'batch_size' or use more data");
+                          " data rows, fewer than batch_size=" + std::to_string(cfg.batch_size) +
+                          "; lower 'batch_size' or use more data",
+                      "batch_size");
 
   if (cfg.standardize) {
     for (std::size_t j = 0; j < d.cols; ++j) {

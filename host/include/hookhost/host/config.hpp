@@ -1,5 +1,5 @@
-// The job configuration: an INI file (Boost.Program_options' config-file parser) plus KEY=VALUE
-// overrides from the command line. Sections and keys are part of the public interface:
+// The job configuration: an INI file plus SECTION.KEY=VALUE overrides from the command line.
+// Sections and keys are part of the public interface:
 //   [run]       plugin_dir (may repeat), run_dir, log_level, on_error
 //   [workload]  name, and that workload's parameters
 //   [hook.NAME] plugin (default NAME), enabled, order, on_error, and the plugin's parameters
@@ -41,6 +41,7 @@ struct JobConfig {
   std::string log_level = "info";
   FailurePolicy on_error = FailurePolicy::disable;
   std::string workload = "linreg";
+  std::optional<ConfigSource> workload_section;  // the [workload] header, when there is one
   std::multimap<std::string, std::string> workload_params;
   std::map<std::string, ConfigSource> workload_sources;
   std::vector<HookConfig> hooks;  // in file order (then --set order for new sections)
@@ -50,10 +51,16 @@ struct JobConfig {
   std::string where_workload(const std::string& key) const;
 };
 
+// The largest config file read; anything bigger is refused (it is not a job file).
+inline constexpr std::size_t kMaxConfigBytes = 1024 * 1024;
+
 // Reads `file` (when given) and applies `overrides` ("section.key=value", e.g.
 // "hook.progress.every_n_secs=1", "run.log_level=debug", "workload.epochs=5"). Throws ConfigError
 // naming the file, the line, the section and the key: syntax errors, unknown sections or keys,
-// bad values for run/hook keys, duplicate [hook.NAME] sections, a bad override.
+// bad values for run/hook keys, a section or key given twice, a bad override. `file` must be a
+// regular file of at most kMaxConfigBytes. A value may be "quoted" (\" and \\ escape); an unquoted
+// value may not contain '#'. Relative run_dir, plugin_dir and [workload] data paths from the file
+// are taken from the file's folder; from an override, from the current folder.
 JobConfig load_job_config(const std::optional<std::filesystem::path>& file,
                           const std::vector<std::string>& overrides);
 

@@ -20,17 +20,29 @@ struct RejectedFile {
   std::string reason;  // e.g. "truncated: segment 2 ends at byte 40960, the file has 3072 bytes"
 };
 
+// Two files with one plugin id: `chosen` is used, `ignored` is also listed in `rejected`.
+struct DuplicatePlugin {
+  std::string id;
+  std::filesystem::path chosen;
+  std::filesystem::path ignored;
+  std::string why;  // why `chosen` wins, e.g. "its folder comes first in the search path ..."
+};
+
 struct DiscoveryResult {
   std::vector<DiscoveredPlugin> plugins;  // in folder order, then file name order
-  std::vector<RejectedFile> rejected;
+  std::vector<RejectedFile> rejected;     // every entry that is no usable plugin, with its reason
+  std::vector<DuplicatePlugin> duplicates;
+  std::vector<std::filesystem::path> missing_folders;  // do not exist or are not folders
 
   const DiscoveredPlugin* find(std::string_view id) const;
 };
 
-// Scans each folder (not recursively) in order. Every regular file (or link to one) that is not a
-// usable plugin is reported with its reason: not ELF, no hookhost note, wrong class or machine,
-// truncated, malformed note, ABI mismatch (naming both versions), or a duplicate id (naming both
-// files; the first found wins). A folder that does not exist is reported as rejected too.
+// Scans each folder (not recursively) in order. Every entry that is not a usable plugin is reported
+// with its reason: not ELF, no hookhost note, wrong class or machine, truncated, malformed note,
+// ABI mismatch (naming both versions), a duplicate id (naming both files; the first found wins: the
+// earlier folder, then the first file name), a broken link or link loop, a FIFO, socket or device
+// (never opened), a folder named like a plugin. Ordinary sub-folders are skipped. A folder that
+// does not exist is reported as rejected and in missing_folders.
 DiscoveryResult discover_plugins(const std::vector<std::filesystem::path>& folders);
 
 }  // namespace hookhost
