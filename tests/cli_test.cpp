@@ -116,7 +116,7 @@ TEST_F(CliTest, EveryConfigMistakeStopsBeforeAnythingRuns) {
       {"unknown workload key",
        "[workload]\nbatch_sise = 4\n",
        {"job.ini:2", "[workload] batch_sise", "unknown parameter 'batch_sise'"}},
-      {"bad run key", "[run]\non_error = explode\n", {"job.ini:2", "disable, stop or fail"}},
+      {"bad run key", "[run]\non_error = explode\n", {"job.ini:2", "continue, disable, stop or fail"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

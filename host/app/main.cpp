@@ -292,7 +292,7 @@ int cmd_plugins(const std::vector<std::string>& args) {
                   display_text(param.help).c_str());
     std::printf(
         "\nCommon keys in every [hook.NAME] section: plugin (default NAME), enabled "
-        "(true), order (0), on_error (disable|stop|fail).\n\nExample:\n  [hook.%s]\n",
+        "(true), order (0), on_error (disable; or continue|stop|fail).\n\nExample:\n  [hook.%s]\n",
         display_text(m.id).c_str());
     for (const auto& param : m.params)
       if (param.flag == ParamFlag::required)

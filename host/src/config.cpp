@@ -314,7 +314,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
         auto policy = parse_policy(e.value);
         if (!policy)
           throw ConfigError(
-              at + "expected disable, stop or fail; got '" + display_text(e.value) + "'", e.key);
+              at + "expected " + policy_choices() + "; got '" + display_text(e.value) + "'", e.key);
         cfg.on_error = *policy;
       } else {
         throw ConfigError(at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
@@ -372,7 +372,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
         auto policy = parse_policy(e.value);
         if (!policy)
           throw ConfigError(
-              at + "expected disable, stop or fail; got '" + display_text(e.value) + "'", e.key);
+              at + "expected " + policy_choices() + "; got '" + display_text(e.value) + "'", e.key);
         hook.on_error = *policy;
       } else {
         hook.params.erase(e.key);

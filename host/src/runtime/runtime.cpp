@@ -14,24 +14,6 @@
 
 namespace hookhost {
 
-const char* policy_name(FailurePolicy policy) {
-  switch (policy) {
-    case FailurePolicy::keep_going: return "continue";
-    case FailurePolicy::disable: return "disable";
-    case FailurePolicy::stop: return "stop";
-    case FailurePolicy::fail: return "fail";
-  }
-  return "?";
-}
-
-std::optional<FailurePolicy> parse_policy(const std::string& text) {
-  if (text == "continue") return FailurePolicy::keep_going;
-  if (text == "disable") return FailurePolicy::disable;
-  if (text == "stop") return FailurePolicy::stop;
-  if (text == "fail") return FailurePolicy::fail;
-  return std::nullopt;
-}
-
 const char* outcome_name(Outcome outcome) {
   switch (outcome) {
     case Outcome::completed: return "completed";

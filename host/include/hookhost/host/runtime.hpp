@@ -37,6 +37,7 @@ enum class FailurePolicy {
 };
 const char* policy_name(FailurePolicy policy);
 std::optional<FailurePolicy> parse_policy(const std::string& text);
+const char* policy_choices();  // "continue, disable, stop or fail", for messages
 
 struct HookSettings {
   std::string instance_name;
