@@ -130,6 +130,11 @@ TEST(NanTensor, FiniteLossDoesNothingButIsCheckedEveryStep) {
   EXPECT_EQ(result.outcome, Outcome::completed);
   EXPECT_EQ(result.steps_run, 10);
   EXPECT_THAT(h.log(), Not(HasSubstr("diverged")));
+  // The SDK leaves what the hook does not override NULL, so the host never calls it.
+  const HookReport report = h.runtime().reports().at(0);
+  EXPECT_EQ(report.callbacks.at("begin").calls, 0u);
+  EXPECT_EQ(report.callbacks.at("end").calls, 0u);
+  EXPECT_EQ(report.callbacks.at("after_run").calls, 10u);
   for (std::size_t i = 0; i < 10; ++i) {
     const auto& fetches = h.session.fetches_seen[i];
     EXPECT_NE(std::find(fetches.begin(), fetches.end(), "loss"), fetches.end()) << i;

@@ -191,7 +191,10 @@ struct Lifecycle {
     if (slot.failure.empty()) slot.failure = std::string(name_of(cb)) + " failed: " + r.message;
     if (policy != FailurePolicy::keep_going || fatal) slot.disabled = true;
     if (policy == FailurePolicy::stop) m.request_stop(HH_STOP_CAUSE_HOOK, what);
-    if (policy == FailurePolicy::fail) m.fail_job(what);
+    if (policy == FailurePolicy::fail) {
+      m.fail_job(what);
+      m.failure_logged = true;
+    }
   }
 
   bool active(const Slot& slot) const { return !slot.disabled; }
@@ -442,6 +445,7 @@ struct Lifecycle {
       result.reason = end_failure;
       m.failed = true;
       m.failure_reason = end_failure;
+      m.failure_logged = true;
     }
   }
 

@@ -109,6 +109,7 @@ struct Runtime::Impl {
   hh_stop_cause stop_cause = HH_STOP_CAUSE_NONE;
   std::string stop_reason;
   std::string failure_reason;
+  bool failure_logged = false;  // the cause already has its own log line
   JobResult result;
   std::atomic<int64_t> published_last_step{-1};
 
