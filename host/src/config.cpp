@@ -316,9 +316,23 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
           throw ConfigError(
               at + "expected " + policy_choices() + "; got '" + display_text(e.value) + "'", e.key);
         cfg.on_error = *policy;
+      } else if (e.key == "max_state_mb") {
+        // One instance's state_put limit; a checkpoint holds every instance's state.
+        std::size_t used = 0;
+        unsigned long long mb = 0;
+        try {
+          mb = std::stoull(e.value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != e.value.size() || mb < 1 || mb > 4096 || e.value[0] == '-')
+          throw ConfigError(at + "must be an integer between 1 and 4096 (MiB); got '" +
+                                display_text(e.value) + "'",
+                            e.key);
+        cfg.max_state_bytes = static_cast<std::size_t>(mb) << 20;
       } else {
         throw ConfigError(at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
-                               "on_error)",
+                               "on_error, max_state_mb)",
                           e.key);
       }
     } else if (e.section == "workload") {

@@ -288,6 +288,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   RuntimeOptions ro;
   ro.run_dir = p.run_dir;
   ro.logger = p.log;
+  ro.max_state_bytes = cfg.max_state_bytes;
   ro.on_recover = [dir = p.checkpoint_dir, basename = p.checkpoint_basename](Runtime& rt) {
     // The recreated session continues from the newest checkpoint, as TensorFlow's does.
     if (auto restored = restore_latest_checkpoint(dir, basename);
