@@ -1,0 +1,54 @@
+// TensorFlow's SecondOrStepTimer for hooks that act every N steps or every N seconds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+namespace hookhost {
+
+class StepTimer {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  static StepTimer every_steps(int64_t steps) { return StepTimer(steps, 0.0); }
+  static StepTimer every_secs(double secs) { return StepTimer(0, secs); }
+  static StepTimer never() { return StepTimer(0, 0.0); }
+
+  // True if never triggered; false for the step last triggered; else whether the interval passed.
+  bool should_trigger(int64_t step) const {
+    if (never_) return false;
+    if (!last_step_) return true;
+    if (step == *last_step_) return false;
+    if (every_steps_ > 0) return step >= *last_step_ + every_steps_;
+    return std::chrono::duration<double>(clock::now() - last_time_).count() >= every_secs_;
+  }
+
+  // Records a trigger at `step`; returns (seconds, steps) since the previous one, or nullopt on
+  // the first trigger.
+  std::optional<std::pair<double, int64_t>> update(int64_t step) {
+    const auto now = clock::now();
+    std::optional<std::pair<double, int64_t>> elapsed;
+    if (last_step_)
+      elapsed = std::make_pair(std::chrono::duration<double>(now - last_time_).count(),
+                               step - *last_step_);
+    last_step_ = step;
+    last_time_ = now;
+    return elapsed;
+  }
+
+  std::optional<int64_t> last_triggered_step() const { return last_step_; }
+  void reset() { last_step_.reset(); }
+
+ private:
+  StepTimer(int64_t steps, double secs)
+      : every_steps_(steps), every_secs_(secs), never_(steps <= 0 && secs <= 0) {}
+  int64_t every_steps_;
+  double every_secs_;
+  bool never_;
+  std::optional<int64_t> last_step_;
+  clock::time_point last_time_{};
+};
+
+}  // namespace hookhost
