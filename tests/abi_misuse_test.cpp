@@ -93,6 +93,24 @@ TEST(AbiMisuse, UndefinedStatusIsAnErrorSaidAsSuch) {
   EXPECT_THAT(log, HasSubstr("returned the undefined status 42 (treated as HH_ERROR)"));
 }
 
+std::string create_error(const std::string& abuse) {
+  PluginHarness h({}, {"abuser"});
+  try {
+    h.add("abuser", "abuser", {{"abuse", abuse}, {"report", (h.root() / "r.txt").string()}});
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(AbiMisuse, CreateWithAnUndefinedStatusOrWithoutAHookIsSaidAsSuch) {
+  EXPECT_THAT(create_error("create_status_42"),
+              AllOf(HasSubstr("hook 'abuser' (plugin 'abuser'"),
+                    HasSubstr("create() returned the undefined status 42")));
+  EXPECT_THAT(create_error("create_without_hook"),
+              HasSubstr("create() returned HH_OK without an instance"));
+}
+
 TEST(AbiMisuse, RewritingTheHookAfterCreateCannotMakeTheHostCallNull) {
   // The plugin re-runs hh_hook_init in begin, which clears destroy in its own memory.
   EXPECT_THAT(run_abuse("reinit_hook"), HasSubstr("destroyed=1\n"));

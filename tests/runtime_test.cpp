@@ -402,6 +402,23 @@ INSTANTIATE_TEST_SUITE_P(AllCallbacks, FailurePolicyTest,
                                                               "before_run", "after_run", "end"),
                                             ::testing::Bool()));
 
+TEST_F(RuntimeTest, FailureMessagesNameTheStepOfTheCallOnce) {
+  session_.end_at = 3;
+  add("late", {{"fail_in", "end"}}, 0, FailurePolicy::fail, c_recorder_);
+  add("early", {{"fail_in", "after_run"}}, 0, FailurePolicy::disable, c_recorder_);
+  EXPECT_EQ(rt_->run_to_end().outcome, Outcome::failed);
+  const std::string log = log_.str();
+  // after_run names the step that ran (its context's step, as the trace does); end the final one.
+  EXPECT_THAT(log, HasSubstr("hook 'early' (plugin 'c_recorder'"));
+  EXPECT_THAT(log, HasSubstr("failed in after_run at global step 0: c_recorder failing in"));
+  EXPECT_THAT(log, HasSubstr("failed in end at global step 3: c_recorder failing in end"));
+  size_t count = 0;
+  for (size_t at = log.find("failing in end"); at != std::string::npos;
+       at = log.find("failing in end", at + 1))
+    ++count;
+  EXPECT_EQ(count, 1u) << log;
+}
+
 TEST_F(RuntimeTest, FatalErrorDisablesTheHookEvenUnderContinue) {
   session_.end_at = 3;
   add("bad", {{"fail_in", "after_run"}, {"fatal", "true"}}, 0, FailurePolicy::keep_going,

@@ -687,9 +687,14 @@ JobResult Runtime::close() {
   } catch (const std::exception& e) {
     m.log->error("{}", e.what());
   }
-  const auto level = m.result.outcome == Outcome::failed ? spdlog::level::err : spdlog::level::info;
-  m.log->log(level, "job {}: {} (global step {}, {} steps run)", outcome_name(m.result.outcome),
-             m.result.reason, m.result.global_step, m.result.steps_run);
+  // One message per failure: a hook failure that failed the job was logged where it happened.
+  if (m.result.outcome == Outcome::failed && m.failure_logged)
+    m.log->info("job failed (global step {}, {} steps run): the failure is logged above",
+                m.result.global_step, m.result.steps_run);
+  else
+    m.log->log(m.result.outcome == Outcome::failed ? spdlog::level::err : spdlog::level::info,
+               "job {}: {} (global step {}, {} steps run)", outcome_name(m.result.outcome),
+               m.result.reason, m.result.global_step, m.result.steps_run);
   return m.result;
 }
 
