@@ -114,7 +114,8 @@ TEST(ElfNoteDescriptor, VersionIsCheckedBeforeTheText) {
       descriptor(HH_NOTE_FORMAT, 1, HH_ABI_MINOR + 3, "not key value\n", true, HH_ABI_MINOR + 2));
   EXPECT_FALSE(newer.metadata);
   EXPECT_THAT(newer.error,
-              AllOf(HasSubstr("built for hookhost ABI 1." + std::to_string(HH_ABI_MINOR + 2)),
+              AllOf(HasSubstr("built for hookhost ABI 1." + std::to_string(HH_ABI_MINOR + 3) +
+                              " and needs at least 1." + std::to_string(HH_ABI_MINOR + 2)),
                     HasSubstr("this host supports 1." + std::to_string(HH_ABI_MINOR)),
                     HasSubstr("upgrade the host"), Not(HasSubstr("malformed"))));
   NoteReadResult major = parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 3, 0, "garbage"));

@@ -28,7 +28,8 @@ std::string abi_text(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-// Empty when this host accepts a plugin built for ABI major.minor.
+// Empty when this host accepts the plugin: same major, and the host's minor is at least the
+// plugin's min_abi_minor (a plugin built for a later minor may run on older hosts).
 std::string abi_mismatch(const PluginMetadata& m) {
   const std::string host = abi_text(HH_ABI_MAJOR, HH_ABI_MINOR);
   const std::string plugin = abi_text(m.abi_major, m.abi_minor);
@@ -36,9 +37,10 @@ std::string abi_mismatch(const PluginMetadata& m) {
     return "built for hookhost ABI " + plugin + "; this host supports ABI " + host +
            " (major versions must match) — rebuild the plugin against this hookhost";
   }
-  if (m.abi_minor > HH_ABI_MINOR) {
-    return "built for hookhost ABI " + plugin + ", newer than this host's ABI " + host +
-           " — it needs a newer host: upgrade hookhost, or rebuild the plugin against ABI " + host;
+  if (!hh_abi_is_compatible(m.abi_major, m.min_abi_minor)) {
+    return "built for hookhost ABI " + plugin + " and needs at least " +
+           abi_text(m.abi_major, m.min_abi_minor) + "; this host supports " + host +
+           ": upgrade the host (hookhost), or rebuild the plugin against ABI " + host;
   }
   return {};
 }

@@ -320,8 +320,9 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
                      " but was built for 1." + std::to_string(m.abi_minor));
   }
   if (m.min_abi_minor > HH_ABI_MINOR) {
-    return fail("built for hookhost ABI 1." + std::to_string(m.min_abi_minor) +
-                ", this host supports " + host_abi +
+    return fail("built for hookhost ABI 1." + std::to_string(m.abi_minor) +
+                " and needs at least 1." + std::to_string(m.min_abi_minor) +
+                "; this host supports " + host_abi +
                 ": upgrade the host (hookhost), or rebuild the plugin against ABI " + host_abi);
   }
 

@@ -1,0 +1,114 @@
+// A plugin built for a later ABI 1.x minor (tests/fixtures/future_minor: bigger structs with
+// trailing fields, its own array strides, a longer note with unknown keys and fields) loads in
+// today's host and runs exactly like a 1.0 plugin; a variant that needs a newer host is refused
+// with advice to upgrade.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "hookhost/host/discovery.hpp"
+#include "plugin_harness.hpp"
+#include "process.hpp"
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(FutureMinor, DiscoveryReadsItsLongerNoteAndKeepsTheLoweredMinimum) {
+  TempDir dir;
+  copy_plugin(fixture_plugin("future_minor"), dir.path());
+  DiscoveryResult found = discover_plugins({dir.path()});
+  ASSERT_TRUE(found.rejected.empty()) << found.rejected.front().reason;
+  const DiscoveredPlugin* p = found.find("future_minor");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->metadata.abi_minor, static_cast<uint32_t>(HH_ABI_MINOR + 3));
+  EXPECT_EQ(p->metadata.min_abi_minor, 0u);
+  ASSERT_EQ(p->metadata.params.size(), 2u);
+  EXPECT_EQ(p->metadata.params[0].name, "trace");
+  EXPECT_EQ(p->metadata.params[0].help, "file to append one line per call to");  // 6th field gone
+  EXPECT_EQ(p->metadata.params[1].name, "scale");
+  EXPECT_EQ(p->metadata.params[1].default_value, "3");
+}
+
+TEST(FutureMinor, LoadsThroughItsOwnStridesAndRunsTheWholeLifecycle) {
+  TempDir dir;
+  const fs::path trace = dir / "trace.txt";
+  {
+    PluginHarness h({}, {"future_minor"});
+    h.session.end_at = 3;
+    h.add("later", "future_minor", {{"trace", trace.string()}, {"scale", "5"}});
+    EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+    // The bigger view fed at global step 1 reached the workload with 1.0's fields intact.
+    ASSERT_GE(h.session.feeds_seen.size(), 2u);
+    EXPECT_TRUE(h.session.feeds_seen[0].empty());
+    ASSERT_EQ(h.session.feeds_seen[1].count("learning_rate"), 1u);
+    EXPECT_FLOAT_EQ(h.session.feeds_seen[1].at("learning_rate").as_double(), 0.005);
+    // Its state went through state_put like any other.
+    const auto saved = h.runtime().saved_hook_states();
+    ASSERT_EQ(saved.count("later"), 1u);
+    EXPECT_EQ(saved.at("later"), (SavedHookState{"future_minor", 1, "3"}));
+    EXPECT_THAT(h.log(), Not(HasSubstr("[error]")));
+  }
+  const std::string host_abi = std::to_string(HH_ABI_MAJOR) + "." + std::to_string(HH_ABI_MINOR);
+  EXPECT_THAT(lines_of(read_file(trace)),
+              ElementsAre("begin host=" + host_abi + " scale=5", "after_create_session creation=1",
+                          "before_run", "after_run gs=0 values=1 loss=10", "before_run",
+                          "after_run gs=1 values=1 loss=5", "before_run",
+                          "after_run gs=2 values=1 loss=3.33333", "before_run",
+                          "end outcome=completed", "destroy"));
+}
+
+TEST(FutureMinor, ItsDefaultComesThroughTheParamStride) {
+  TempDir dir;
+  const fs::path trace = dir / "trace.txt";
+  PluginHarness h({}, {"future_minor"});
+  h.session.end_at = 0;
+  h.add("later", "future_minor", {{"trace", trace.string()}});
+  h.run();
+  EXPECT_EQ(lines_of(read_file(trace)).front(), "begin host=" + std::to_string(HH_ABI_MAJOR) + "." +
+                                                    std::to_string(HH_ABI_MINOR) + " scale=3");
+}
+
+TEST(FutureMinor, APluginThatNeedsANewerHostIsToldToUpgradeIt) {
+  TempDir dir;
+  const fs::path file = copy_plugin(fixture_plugin("future_minor_needs_1_1"), dir.path());
+  DiscoveryResult found = discover_plugins({dir.path()});
+  EXPECT_EQ(found.find("future_minor_needs_1_1"), nullptr);
+  ASSERT_EQ(found.rejected.size(), 1u);
+  EXPECT_EQ(found.rejected[0].file, file);
+  EXPECT_THAT(found.rejected[0].reason,
+              AllOf(HasSubstr("built for hookhost ABI 1." + std::to_string(HH_ABI_MINOR + 3) +
+                              " and needs at least 1.1"),
+                    HasSubstr("this host supports 1." + std::to_string(HH_ABI_MINOR)),
+                    HasSubstr("upgrade the host"), Not(HasSubstr("malformed"))));
+}
+
+TEST(FutureMinor, TheProgramRunsItFromAConfigFile) {
+  TempDir dir;
+  const fs::path plugins = dir / "plugins";
+  fs::create_directories(plugins);
+  copy_plugin(fixture_plugin("future_minor"), plugins);
+  const fs::path trace = dir / "trace.txt";
+  write_file(dir / "job.ini",
+             "[run]\nplugin_dir = plugins\nrun_dir = run\n"
+             "[workload]\nname = linreg\nepochs = 1\nbatch_size = 8\n"
+             "[hook.later]\nplugin = future_minor\ntrace = " +
+                 trace.string() + "\n");
+  ProcessResult r = run_hookhost({"run", "--config", (dir / "job.ini").string()}, dir.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(read_file(trace));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines.front(), HasSubstr("scale=3"));
+  EXPECT_EQ(lines.back(), "destroy");
+  // mtcars has 32 rows: one epoch in batches of 8 is 4 steps.
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.starts_with("after_run"); }),
+            4);
+}
+
+}  // namespace
+}  // namespace hookhost::testing
