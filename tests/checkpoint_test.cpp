@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <hookhost/host/checkpoint.hpp>
 #include <hookhost/host/event_writer.hpp>
 #include <set>
@@ -313,11 +314,88 @@ TEST(Checkpoint, TruncatedFileFailsToRead) {
   const fs::path file = write_checkpoint(dir.path(), "model.ckpt", sample(5), 0);
   const std::string bytes = read_file(file);
   write_file(file, bytes.substr(0, bytes.size() / 2));
-  EXPECT_THAT(read_error(file), AllOf(HasSubstr(file.string()), HasSubstr("checksum mismatch")));
+  EXPECT_THAT(read_error(file),
+              AllOf(HasSubstr(file.string()), HasSubstr("truncated or corrupt checkpoint")));
   write_file(file, bytes.substr(0, 6));
-  EXPECT_THAT(read_error(file), HasSubstr("not a hookhost checkpoint"));
+  EXPECT_THAT(read_error(file), HasSubstr("too short for a checkpoint"));
   write_file(file, "");
-  EXPECT_THAT(read_error(file), HasSubstr("not a hookhost checkpoint"));
+  EXPECT_THAT(read_error(file), HasSubstr("too short for a checkpoint"));
+}
+
+TEST(Checkpoint, AStrayFileIsRejectedWithoutReadingItWhole) {
+  TempDir dir;
+  // 64 MiB that do not start with the magic: refused after its first 8 bytes.
+  {
+    std::ofstream out(dir / "model.ckpt-9", std::ios::binary);
+    out << "PK\x03\x04 not a checkpoint";
+    out.seekp((64 << 20) - 1);
+    out.put('\0');
+  }
+  EXPECT_THAT(read_error(dir / "model.ckpt-9"), HasSubstr("not a hookhost checkpoint (bad magic)"));
+  // A header announcing a 1 TiB section in a small file: refused before anything is allocated.
+  std::string body("HHCKPT\r\n", 8);
+  put_le(body, 2, 4);
+  put_le(body, 9, 8);
+  put_le(body, 1, 4);
+  put_le(body, 1, 1);
+  put_le(body, 0, 4);
+  put_le(body, uint64_t{1} << 40, 8);
+  body += "w";
+  put_le(body, crc32c(body), 4);
+  write_file(dir / "model.ckpt-9", body);
+  EXPECT_THAT(read_error(dir / "model.ckpt-9"),
+              AllOf(HasSubstr("a section needs 1099511627776 bytes"), HasSubstr("1 are left")));
+}
+
+TEST(Checkpoint, RestoreSkipsACheckpointWhoseNameAndHeaderDisagree) {
+  TempDir dir;
+  write_checkpoint(dir.path(), "model.ckpt", sample(4), 0);
+  write_checkpoint(dir.path(), "model.ckpt", sample(6), 0);
+  fs::rename(dir / "model.ckpt-6", dir / "model.ckpt-7");  // a step-6 checkpoint named 7
+  const auto restored = restore_latest_checkpoint(dir.path());
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->file, dir / "model.ckpt-4");
+  ASSERT_THAT(restored->skipped, SizeIs(1));
+  EXPECT_THAT(restored->skipped[0], AllOf(HasSubstr("model.ckpt-7"),
+                                          HasSubstr("its name says global step 7 but its header "
+                                                    "says 6")));
+}
+
+TEST(Checkpoint, RestoreSkipsACheckpointTheValidatorRefuses) {
+  TempDir dir;
+  for (int64_t step : {2, 5}) write_checkpoint(dir.path(), "model.ckpt", sample(step), 0);
+  std::vector<std::string> seen;
+  const auto restored = restore_latest_checkpoint(
+      dir.path(), "model.ckpt", [&](const fs::path& file, const Checkpoint& c) {
+        seen.push_back(file.filename().string());
+        if (c.global_step == 5) throw std::runtime_error(file.string() + ": workload disagrees");
+      });
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->file, dir / "model.ckpt-2");
+  EXPECT_THAT(seen, ElementsAre("model.ckpt-5", "model.ckpt-2"));
+  EXPECT_THAT(restored->skipped, ElementsAre(HasSubstr("workload disagrees")));
+}
+
+TEST(Checkpoint, TidyingRemovesInterruptedSavesAndRepairsTheIndex) {
+  TempDir dir;
+  for (int64_t step : {1, 2, 3}) write_checkpoint(dir.path(), "model.ckpt", sample(step), 0);
+  write_file(dir / ".model.ckpt-4.tmp-12345", "half a checkpoint");
+  write_file(dir / ".checkpoint.tmp-12345", "half an index");
+  write_file(dir / ".unrelated.tmp-1", "not ours");
+  fs::remove(dir / "model.ckpt-3");  // the index still names it
+  const std::vector<std::string> done = tidy_checkpoint_folder(dir.path());
+  EXPECT_THAT(done, ::testing::UnorderedElementsAre(
+                        HasSubstr(".model.ckpt-4.tmp-12345, left by a save that was interrupted"),
+                        HasSubstr(".checkpoint.tmp-12345, left by a save that was interrupted"),
+                        HasSubstr("it named checkpoint files that do not exist")));
+  EXPECT_FALSE(fs::exists(dir / ".model.ckpt-4.tmp-12345"));
+  EXPECT_FALSE(fs::exists(dir / ".checkpoint.tmp-12345"));
+  EXPECT_TRUE(fs::exists(dir / ".unrelated.tmp-1"));
+  EXPECT_EQ(read_file(dir / "checkpoint"),
+            "model_checkpoint_path: \"model.ckpt-2\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
+  EXPECT_THAT(tidy_checkpoint_folder(dir.path()), IsEmpty());  // nothing left to repair
 }
 
 TEST(Checkpoint, SectionRunningPastTheEndIsReportedAsTruncated) {
@@ -333,7 +411,7 @@ TEST(Checkpoint, SectionRunningPastTheEndIsReportedAsTruncated) {
   body += "w";
   put_le(body, crc32c(body), 4);
   write_file(dir / "m-8", body);
-  EXPECT_THAT(read_error(dir / "m-8"), HasSubstr("truncated checkpoint"));
+  EXPECT_THAT(read_error(dir / "m-8"), HasSubstr("truncated or corrupt checkpoint"));
 }
 
 TEST(Checkpoint, UnknownFormatVersionAndSectionKindAreRejected) {
@@ -353,7 +431,7 @@ TEST(Checkpoint, UnknownFormatVersionAndSectionKindAreRejected) {
 TEST(Checkpoint, RestoreSkipsACorruptNewestAndReturnsThePreviousValidOne) {
   TempDir dir;
   for (int64_t step : {1, 2, 3}) write_checkpoint(dir.path(), "model.ckpt", sample(step), 0);
-  flip_byte(dir / "model.ckpt-3", 25);
+  flip_byte(dir / "model.ckpt-3", fs::file_size(dir / "model.ckpt-3") - 8);  // in a hook state
   const auto restored = restore_latest_checkpoint(dir.path());
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(restored->file, dir / "model.ckpt-2");

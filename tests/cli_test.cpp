@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 
+#include "hookhost/host/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
@@ -116,7 +117,9 @@ TEST_F(CliTest, EveryConfigMistakeStopsBeforeAnythingRuns) {
       {"unknown workload key",
        "[workload]\nbatch_sise = 4\n",
        {"job.ini:2", "[workload] batch_sise", "unknown parameter 'batch_sise'"}},
-      {"bad run key", "[run]\non_error = explode\n", {"job.ini:2", "continue, disable, stop or fail"}},
+      {"bad run key",
+       "[run]\non_error = explode\n",
+       {"job.ini:2", "continue, disable, stop or fail"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -241,6 +244,7 @@ TEST_F(CliTest, DescribeShowsTheSchema) {
 
 const char* const kTrainingJob = R"([run]
 run_dir = run
+keep_checkpoints = 0
 
 [workload]
 name = linreg
@@ -257,7 +261,6 @@ every_n_steps = 1
 [hook.checkpoints]
 plugin = checkpoint_saver
 save_steps = 5
-max_to_keep = 0
 order = 100
 )";
 
@@ -298,9 +301,12 @@ TEST_F(CliTest, InjectedErrorFailsTheJobWithStatus1) {
   EXPECT_THAT(r.out, HasSubstr("job failed"));
   const std::string trace = read_file(run_dir() / "trace.jsonl");
   EXPECT_THAT(trace, HasSubstr("failed"));
-  // end() was still delivered, and the checkpoint saver wrote its final checkpoint.
+  // end() was still delivered; the saver's final request was not carried out, because a failed
+  // job never writes a checkpoint: the newest stays the good one from step 5.
   EXPECT_EQ(trace_calls(trace, "end"), 1);
-  EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints").back(), 7);
+  EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints").back(), 5);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("not writing the checkpoint requested by hook 'checkpoints'"),
+                           HasSubstr("the job failed")));
 }
 
 TEST_F(CliTest, ResumeSkipsACorruptNewestCheckpoint) {
@@ -315,12 +321,33 @@ TEST_F(CliTest, ResumeSkipsACorruptNewestCheckpoint) {
   ProcessResult r = run({"run", "--config", file.string(), "--set", "workload.epochs=6"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err,
-              AllOf(HasSubstr("skipping a corrupt checkpoint"), HasSubstr("model.ckpt-20"),
+              AllOf(HasSubstr("skipping an unusable checkpoint"), HasSubstr("model.ckpt-20"),
                     HasSubstr("checksum mismatch"), HasSubstr("model.ckpt-15 at global step 15")));
   EXPECT_THAT(r.out, HasSubstr("global step 15 -> 24"));
   std::vector<long> rows = history_steps(run_dir() / "history.csv");
   EXPECT_EQ(rows.size(), 24u);
   EXPECT_EQ(rows.back(), 24);
+}
+
+TEST_F(CliTest, WhenNoCheckpointIsUsableTheJobRefusesToStartUnlessFresh) {
+  fs::path file = config(kTrainingJob);
+  ASSERT_EQ(run({"run", "--config", file.string()}).exit_code, 0);
+  for (const auto& ckpt : list_checkpoints(run_dir() / "checkpoints")) {
+    std::string bytes = read_file(ckpt);
+    bytes[bytes.size() - 2] ^= 0x11;
+    write_file(ckpt, bytes);
+  }
+  ProcessResult r = run({"run", "--config", file.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(
+      r.err,
+      AllOf(HasSubstr("no usable checkpoint in " + (run_dir() / "checkpoints").string()),
+            HasSubstr("model.ckpt-20: checksum mismatch"),
+            HasSubstr("model.ckpt-0: checksum mismatch"), HasSubstr("Start over with --fresh")));
+  EXPECT_THAT(r.out, Not(HasSubstr("job completed")));
+  ProcessResult fresh = run({"run", "--config", file.string(), "--fresh"});
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_THAT(fresh.out, HasSubstr("global step 0 -> 20"));
 }
 
 TEST_F(CliTest, FreshMovesThePreviousRunAsideAndStartsOver) {
@@ -343,6 +370,7 @@ TEST_F(CliTest, FreshMovesThePreviousRunAsideAndStartsOver) {
 
 const char* const kEndlessJob = R"([run]
 run_dir = run
+keep_checkpoints = 3
 
 [workload]
 name = linreg
@@ -355,7 +383,6 @@ every_n_steps = 1
 [hook.checkpoints]
 plugin = checkpoint_saver
 save_steps = 50
-max_to_keep = 3
 order = 100
 )";
 
@@ -404,6 +431,26 @@ TEST_F(CliTest, SigtermFinishesTheStepAndWritesAFinalCheckpoint) {
   const long final_step = std::stol(m[1]);
   EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints").back(), final_step);
   EXPECT_EQ(history_steps(run_dir() / "history.csv").back(), final_step);
+}
+
+TEST_F(CliTest, FailingRerunsNeverReplaceTheNewestGoodCheckpoint) {
+  // keep_checkpoints = 3, a checkpoint every 50 steps; each rerun fails at once.
+  fs::path file = config(kEndlessJob);
+  ASSERT_EQ(run({"run", "--config", file.string(), "--set", "workload.epochs=25"}).exit_code, 0);
+  const std::vector<long> good = checkpoint_steps(run_dir() / "checkpoints");
+  ASSERT_FALSE(good.empty());
+  const fs::path newest = run_dir() / "checkpoints" / ("model.ckpt-" + std::to_string(good.back()));
+  const std::string newest_bytes = read_file(newest);
+  for (int rerun = 0; rerun < 5; ++rerun) {
+    ProcessResult r = run({"run", "--config", file.string(), "--set", "workload.epochs=0", "--set",
+                           "workload.fail_at_step=" + std::to_string(good.back() + 3), "--set",
+                           "workload.fail_kind=error"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("resuming from " + newest.string()));
+    EXPECT_THAT(r.err, HasSubstr("not writing the checkpoint requested by hook 'checkpoints'"));
+  }
+  EXPECT_EQ(checkpoint_steps(run_dir() / "checkpoints"), good);
+  EXPECT_EQ(read_file(newest), newest_bytes);
 }
 
 }  // namespace

@@ -429,8 +429,30 @@ TEST_F(RuntimeTest, FatalErrorDisablesTheHookEvenUnderContinue) {
   EXPECT_EQ(std::count(bad.begin(), bad.end(), "after_run"), 1);
   EXPECT_EQ(std::count(good.begin(), good.end(), "after_run"), 3);
   EXPECT_TRUE(rt_->reports().at(0).disabled);
-  EXPECT_THAT(log_.str(), AllOf(HasSubstr("fatal error: the hook is disabled"),
-                                HasSubstr("on_error=continue")));
+  EXPECT_THAT(log_.str(), HasSubstr(" [fatal error; on_error=continue: a fatal error disables "
+                                    "the hook anyway, the job continues]\n"));
+}
+
+TEST_F(RuntimeTest, EveryPolicyEndsTheFailureLineWithOneBracketSayingWhatHappens) {
+  const std::vector<std::pair<FailurePolicy, std::string>> expected = {
+      {FailurePolicy::keep_going, " [on_error=continue: the hook keeps getting calls]\n"},
+      {FailurePolicy::disable, " [on_error=disable: the hook is disabled, the job continues]\n"},
+      {FailurePolicy::stop,
+       " [on_error=stop: the hook is disabled, the job stops after this step]\n"},
+      {FailurePolicy::fail, " [on_error=fail: the job fails]\n"}};
+  for (const auto& [policy, tail] : expected) {
+    log_.str("");
+    session_ = ScriptedSession{};
+    session_.end_at = 2;
+    make_runtime();
+    add("bad", {{"fail_in", "after_run"}}, 0, policy, c_recorder_);
+    rt_->run_to_end();
+    const std::string log = log_.str();
+    const auto at = log.find("failed in after_run at global step 0: ");
+    ASSERT_NE(at, std::string::npos) << log;
+    const std::string line = log.substr(at, log.find('\n', at) + 1 - at);
+    EXPECT_TRUE(line.size() > tail.size() && line.ends_with(tail)) << line;
+  }
 }
 
 TEST_F(RuntimeTest, HookDisabledInBeforeRunContributesNothingToTheStep) {

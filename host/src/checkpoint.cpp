@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "hookhost/host/event_writer.hpp"
+#include <boost/crc.hpp>
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -26,6 +26,9 @@ constexpr uint8_t kSectionHook = 2;        // format 1: bytes only, writer unkno
 constexpr uint8_t kSectionTaggedHook = 3;  // format 2: plugin id, state version, bytes
 constexpr char kIndexName[] = "checkpoint";
 
+// CRC-32C (Castagnoli), as event files use it, fed chunk by chunk.
+using Crc32c = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
+
 template <typename T>
 void put(std::string& out, T value) {
   char bytes[sizeof(T)];
@@ -33,35 +36,67 @@ void put(std::string& out, T value) {
   out.append(bytes, sizeof(T));
 }
 
-class Reader {
+// Reads a checkpoint file front to back in one pass, checksumming as it goes. Every length the
+// file declares is checked against the bytes left before anything is allocated, so a stray or
+// corrupt file costs at most its own size in memory, and a file that is no checkpoint costs 8
+// bytes of reading.
+class StreamReader {
  public:
-  Reader(std::string_view data, const fs::path& file) : data_(data), file_(file) {}
+  explicit StreamReader(const fs::path& file) : file_(file), in_(file, std::ios::binary) {
+    if (!in_)
+      throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec)
+      throw std::runtime_error("cannot read the size of " + file.string() + ": " + ec.message());
+    if (size < sizeof kMagic + 4)
+      throw std::runtime_error(file.string() + ": too short for a checkpoint");
+    left_ = size - 4;  // the checksum trails the body
+  }
   template <typename T>
   T get() {
-    need(sizeof(T));
     T value;
-    std::memcpy(&value, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
+    read(reinterpret_cast<char*>(&value), sizeof(T));
     return value;
   }
   std::string bytes(uint64_t n) {
     need(n);
-    std::string out(data_.substr(pos_, n));
-    pos_ += n;
+    std::string out(n, '\0');
+    read(out.data(), n);
     return out;
   }
-  size_t pos() const { return pos_; }
+  // True when the body was read to its end and the trailing checksum matches.
+  void finish() {
+    if (left_ != 0)
+      throw std::runtime_error(file_.string() + ": trailing bytes after the last section");
+    uint32_t stored = 0;
+    in_.read(reinterpret_cast<char*>(&stored), 4);
+    if (!in_) throw std::runtime_error(file_.string() + ": truncated checkpoint (no checksum)");
+    if (crc_.checksum() != stored)
+      throw std::runtime_error(file_.string() + ": checksum mismatch (the file is corrupt)");
+  }
 
  private:
-  void need(uint64_t n) {
-    if (n > data_.size() - pos_)
-      throw std::runtime_error(file_.string() + ": truncated checkpoint (needs " +
-                               std::to_string(n) + " more bytes at offset " + std::to_string(pos_) +
-                               ")");
+  void need(uint64_t n) const {
+    if (n > left_)
+      throw std::runtime_error(file_.string() +
+                               ": truncated or corrupt checkpoint (a section needs " +
+                               std::to_string(n) + " bytes, " + std::to_string(left_) +
+                               " are left before the checksum)");
   }
-  std::string_view data_;
+  void read(char* out, uint64_t n) {
+    need(n);
+    in_.read(out, static_cast<std::streamsize>(n));
+    if (!in_)
+      throw std::runtime_error("cannot read " + file_.string() +
+                               ": the file shrank while it was read");
+    crc_.process_bytes(out, n);
+    left_ -= n;
+  }
   const fs::path& file_;
-  size_t pos_ = 0;
+  std::ifstream in_;
+  uint64_t left_ = 0;
+  Crc32c crc_;
 };
 
 std::runtime_error io_error(const std::string& what, const fs::path& file) {
@@ -101,7 +136,11 @@ void write_atomically(const fs::path& target, const std::string& content) {
     ::unlink(tmp.c_str());
     throw e;
   }
-  ::close(fd);
+  if (::close(fd) != 0) {  // NFS and some FUSE folders report write errors only here
+    auto e = io_error("cannot close", tmp);
+    ::unlink(tmp.c_str());
+    throw e;
+  }
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     auto e = io_error("cannot rename into", target);
     ::unlink(tmp.c_str());
@@ -133,7 +172,9 @@ std::string encode(const Checkpoint& c) {
     put<uint32_t>(out, state.state_version);
     data(state.bytes);
   }
-  put<uint32_t>(out, crc32c(out));
+  Crc32c crc;
+  crc.process_bytes(out.data(), out.size());
+  put<uint32_t>(out, crc.checksum());
   return out;
 }
 
@@ -149,12 +190,12 @@ int64_t step_of(const std::string& name, const std::string& basename) {
   return std::stoll(digits);
 }
 
-std::string read_whole(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw io_error("cannot open", file);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The index in TensorFlow's "checkpoint" text format: the current one, then all, oldest first.
+std::string index_text(const fs::path& current, const std::vector<fs::path>& newest_first) {
+  std::string index = "model_checkpoint_path: \"" + current.filename().string() + "\"\n";
+  for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it)
+    index += "all_model_checkpoint_paths: \"" + it->filename().string() + "\"\n";
+  return index;
 }
 
 }  // namespace
@@ -162,10 +203,12 @@ std::string read_whole(const fs::path& file) {
 fs::path write_checkpoint(const fs::path& dir, const std::string& basename,
                           const Checkpoint& checkpoint, uint32_t max_to_keep) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  const bool created = fs::create_directories(dir, ec);
   if (ec)
     throw std::runtime_error("cannot create checkpoint folder " + dir.string() + ": " +
                              ec.message());
+  // A new folder's own entry must reach the disk too, or a crash can lose every file in it.
+  if (created) fsync_dir(dir.parent_path().empty() ? fs::path(".") : dir.parent_path());
   const fs::path file = dir / (basename + "-" + std::to_string(checkpoint.global_step));
   write_atomically(file, encode(checkpoint));
 
@@ -177,25 +220,17 @@ fs::path write_checkpoint(const fs::path& dir, const std::string& basename,
     (max_to_keep == 0 || i < max_to_keep || all[i] == file ? kept : dropped).push_back(all[i]);
   // The index, in TensorFlow's "checkpoint" text format, oldest first; written before anything is
   // deleted, so it never names a file that is gone.
-  std::string index = "model_checkpoint_path: \"" + file.filename().string() + "\"\n";
-  for (auto it = kept.rbegin(); it != kept.rend(); ++it)
-    index += "all_model_checkpoint_paths: \"" + it->filename().string() + "\"\n";
-  write_atomically(dir / kIndexName, index);
+  write_atomically(dir / kIndexName, index_text(file, kept));
   for (const auto& f : dropped) fs::remove(f, ec);
   return file;
 }
 
 Checkpoint read_checkpoint(const fs::path& file) {
-  const std::string data = read_whole(file);
-  if (data.size() < sizeof kMagic + 4 || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
+  StreamReader r(file);
+  char magic[sizeof kMagic];
+  for (char& c : magic) c = r.get<char>();
+  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
     throw std::runtime_error(file.string() + ": not a hookhost checkpoint (bad magic)");
-  const std::string_view body(data.data(), data.size() - 4);
-  uint32_t stored;
-  std::memcpy(&stored, data.data() + data.size() - 4, 4);
-  if (crc32c(body) != stored)
-    throw std::runtime_error(file.string() + ": checksum mismatch (the file is corrupt)");
-  Reader r(body, file);
-  r.bytes(sizeof kMagic);
   const uint32_t version = r.get<uint32_t>();
   if (version < kOldestReadableFormat || version > kFormatVersion)
     throw std::runtime_error(file.string() + ": checkpoint format " + std::to_string(version) +
@@ -220,8 +255,7 @@ Checkpoint read_checkpoint(const fs::path& file) {
       throw std::runtime_error(file.string() + ": unknown section kind " + std::to_string(kind));
     }
   }
-  if (r.pos() != body.size())
-    throw std::runtime_error(file.string() + ": trailing bytes after the last section");
+  r.finish();
   return c;
 }
 
@@ -242,11 +276,19 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir, const std::string& b
 }
 
 std::optional<RestoredCheckpoint> restore_latest_checkpoint(const fs::path& dir,
-                                                            const std::string& basename) {
+                                                            const std::string& basename,
+                                                            const CheckpointValidator& validate) {
   RestoredCheckpoint restored;
   for (const auto& file : list_checkpoints(dir, basename)) {
     try {
-      restored.checkpoint = read_checkpoint(file);
+      Checkpoint c = read_checkpoint(file);
+      const int64_t named = step_of(file.filename().string(), basename);
+      if (named != c.global_step)
+        throw std::runtime_error(file.string() + ": its name says global step " +
+                                 std::to_string(named) + " but its header says " +
+                                 std::to_string(c.global_step));
+      if (validate) validate(file, c);
+      restored.checkpoint = std::move(c);
       restored.file = file;
       return restored;
     } catch (const std::exception& e) {
@@ -254,11 +296,51 @@ std::optional<RestoredCheckpoint> restore_latest_checkpoint(const fs::path& dir,
     }
   }
   if (!restored.skipped.empty()) {
-    // Every candidate was corrupt: report them through an empty result with reasons.
+    // Every candidate was unusable: report them through an empty result with reasons.
     restored.file.clear();
     return restored;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> tidy_checkpoint_folder(const fs::path& dir, const std::string& basename) {
+  std::vector<std::string> done;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return done;
+  // Temporary files of a save that was killed: "." + final name + ".tmp-" + pid.
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto tmp = name.rfind(".tmp-");
+    if (name.size() < 2 || name[0] != '.' || tmp == std::string::npos) continue;
+    const std::string target = name.substr(1, tmp - 1);
+    if (target != kIndexName && step_of(target, basename) < 0) continue;
+    std::error_code rm;
+    if (fs::remove(entry.path(), rm))
+      done.push_back("removed " + entry.path().string() + ", left by a save that was interrupted");
+  }
+  // The index names only files that exist, newest last.
+  const fs::path index = dir / kIndexName;
+  if (fs::exists(index, ec)) {
+    std::ifstream in(index);
+    std::string line;
+    bool stale = false;
+    while (std::getline(in, line)) {
+      const auto open = line.find('"'), close = line.rfind('"');
+      if (open != std::string::npos && close > open &&
+          !fs::exists(dir / line.substr(open + 1, close - open - 1), ec))
+        stale = true;
+    }
+    if (stale) {
+      const std::vector<fs::path> all = list_checkpoints(dir, basename);
+      if (all.empty()) {
+        fs::remove(index, ec);
+      } else {
+        write_atomically(index, index_text(all.front(), all));
+      }
+      done.push_back("rewrote " + index.string() + ": it named checkpoint files that do not exist");
+    }
+  }
+  return done;
 }
 
 }  // namespace hookhost

@@ -330,9 +330,29 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
                                 display_text(e.value) + "'",
                             e.key);
         cfg.max_state_bytes = static_cast<std::size_t>(mb) << 20;
+      } else if (e.key == "checkpoint_dir") {
+        // Kept as written: a relative folder belongs to the run directory, wherever that is.
+        if (e.value.empty()) throw ConfigError(at + "must name a folder", e.key);
+        if (e.value.size() > 4096) throw ConfigError(at + "is longer than 4096 bytes", e.key);
+        cfg.checkpoint_dir = e.value;
+      } else if (e.key == "keep_checkpoints") {
+        std::size_t used = 0;
+        unsigned long long keep = 0;
+        try {
+          keep = std::stoull(e.value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != e.value.size() || keep > 1000000 || e.value[0] == '-')
+          throw ConfigError(at +
+                                "must be an integer between 0 and 1000000 (0 keeps every "
+                                "checkpoint); got '" +
+                                display_text(e.value) + "'",
+                            e.key);
+        cfg.keep_checkpoints = static_cast<uint32_t>(keep);
       } else {
         throw ConfigError(at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
-                               "on_error, max_state_mb)",
+                               "on_error, max_state_mb, checkpoint_dir, keep_checkpoints)",
                           e.key);
       }
     } else if (e.section == "workload") {

@@ -275,27 +275,74 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
                       " cannot be created: " + ec.message());
   p.run_dir = fs::canonical(p.run_dir);
-  p.checkpoint_dir = p.run_dir / "checkpoints";
+  // The checkpoint folder is the job's, never one plugin's: hooks only ask for checkpoints.
+  p.checkpoint_dir =
+      cfg.checkpoint_dir.is_relative() ? p.run_dir / cfg.checkpoint_dir : cfg.checkpoint_dir;
   p.checkpoint_basename = "model.ckpt";
-  for (const auto& item : planned) {
-    if (item.plugin->metadata().id != "checkpoint_saver") continue;
-    if (const auto* v = item.params.find("checkpoint_dir"); v && v->is_set && !v->s.empty())
-      p.checkpoint_dir = fs::path(v->s).is_relative() ? p.run_dir / v->s : fs::path(v->s);
-    if (const auto* v = item.params.find("basename"); v && v->is_set && !v->s.empty())
-      p.checkpoint_basename = v->s;
+  for (const std::string& repair : tidy_checkpoint_folder(p.checkpoint_dir, p.checkpoint_basename))
+    log.info("checkpoint folder: {}", repair);
+
+  // Resume from the newest usable checkpoint, before any hook exists: create() and begin() see
+  // the restored state and global step. A checkpoint is usable when it verifies and its name, its
+  // header and the workload's restored step agree.
+  Session& session = *p.session;
+  const CheckpointValidator restore_into_session = [&session](const fs::path& file,
+                                                              const Checkpoint& c) {
+    session.restore_state(c.workload_state);
+    if (session.global_step() != c.global_step)
+      throw std::runtime_error(file.string() + ": its header says global step " +
+                               std::to_string(c.global_step) + " but its workload state is at " +
+                               std::to_string(session.global_step()));
+  };
+  std::map<std::string, SavedHookState> restored_states;
+  if (!p.options.fresh) {
+    if (auto restored = restore_latest_checkpoint(p.checkpoint_dir, p.checkpoint_basename,
+                                                  restore_into_session)) {
+      for (const auto& skipped : restored->skipped)
+        log.warn("skipping an unusable checkpoint: {}", skipped);
+      if (restored->file.empty()) {
+        std::string list;
+        for (const auto& skipped : restored->skipped) list += "\n  " + display_text(skipped);
+        throw ConfigError("no usable checkpoint in " + p.checkpoint_dir.string() +
+                          ", so the job cannot resume:" + list +
+                          "\nStart over with --fresh (the previous run is moved aside), or "
+                          "remove the unusable files.");
+      }
+      restored_states = restored->checkpoint.hook_states;
+      first_step_ = restored->checkpoint.global_step;
+      log.info("resuming from {} at global step {}", restored->file.string(),
+               restored->checkpoint.global_step);
+    }
   }
 
   RuntimeOptions ro;
   ro.run_dir = p.run_dir;
   ro.logger = p.log;
   ro.max_state_bytes = cfg.max_state_bytes;
-  ro.on_recover = [dir = p.checkpoint_dir, basename = p.checkpoint_basename](Runtime& rt) {
-    // The recreated session continues from the newest checkpoint, as TensorFlow's does.
-    if (auto restored = restore_latest_checkpoint(dir, basename);
-        restored && !restored->file.empty())
-      rt.session().restore_state(restored->checkpoint.workload_state);
+  ro.checkpoint_dir = p.checkpoint_dir;
+  ro.checkpoint_basename = p.checkpoint_basename;
+  ro.keep_checkpoints = cfg.keep_checkpoints;
+  ro.on_recover = [dir = p.checkpoint_dir, basename = p.checkpoint_basename,
+                   log = p.log](Runtime& rt) {
+    // The recreated session continues from the newest checkpoint, as TensorFlow's does, and every
+    // hook's state goes back to that same moment, so no hook counts a replayed step twice.
+    Session& s = rt.session();
+    const CheckpointValidator into_session = [&s](const fs::path& file, const Checkpoint& c) {
+      s.restore_state(c.workload_state);
+      if (s.global_step() != c.global_step)
+        throw std::runtime_error(file.string() + ": its workload state is at global step " +
+                                 std::to_string(s.global_step()) + ", not " +
+                                 std::to_string(c.global_step));
+    };
+    if (auto restored = restore_latest_checkpoint(dir, basename, into_session);
+        restored && !restored->file.empty()) {
+      rt.restore_hook_states(restored->checkpoint.hook_states);
+      log->info("recovery: restored {} at global step {}", restored->file.string(),
+                restored->checkpoint.global_step);
+    }
   };
   p.runtime = std::make_unique<Runtime>(*p.session, ro);
+  p.runtime->restore_hook_states(restored_states);
   for (auto& item : planned) {
     HookSettings settings{item.hook->name, item.hook->order,
                           item.hook->on_error.value_or(cfg.on_error)};
@@ -327,19 +374,6 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);
     log.info("  [hook.{}] {}", item.hook->name, line);
-  }
-
-  // Resume from the newest valid checkpoint.
-  if (auto restored = restore_latest_checkpoint(p.checkpoint_dir, p.checkpoint_basename)) {
-    for (const auto& skipped : restored->skipped)
-      log.warn("skipping a corrupt checkpoint: {}", skipped);
-    if (!restored->file.empty()) {
-      p.session->restore_state(restored->checkpoint.workload_state);
-      p.runtime->restore_hook_states(restored->checkpoint.hook_states);
-      first_step_ = restored->checkpoint.global_step;
-      log.info("resuming from {} at global step {}", restored->file.string(),
-               restored->checkpoint.global_step);
-    }
   }
 }
 

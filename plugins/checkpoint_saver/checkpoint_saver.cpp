@@ -1,7 +1,9 @@
-// checkpoint_saver: TensorFlow's CheckpointSaverHook. Saves the workload's state and every hook's
-// stored state through the host service hh.checkpoint/1 when a session is created (again after a
-// recovery), on its timer (save_steps and/or save_secs, whichever comes first), and at the end of
-// the job unless the last save was at the same step.
+// checkpoint_saver: TensorFlow's CheckpointSaverHook. Asks the host (hh.checkpoint/1) for a
+// checkpoint of the workload's state and every hook's stored state when a session is created
+// (again after a recovery), on its timer (save_steps and/or save_secs, whichever comes first), and
+// at the end of the job unless the last one was at the same step. The host writes it at the step
+// boundary into the job's checkpoint folder ([run] checkpoint_dir, keep_checkpoints), and never
+// writes one for a job that failed.
 #include <hookhost/ext/checkpoint.h>
 
 #include <cstdint>
@@ -22,11 +24,7 @@ using hookhost::format_number;
 
 class CheckpointSaver : public hookhost::Hook {
  public:
-  explicit CheckpointSaver(const hookhost::CreateContext& ctx)
-      : Hook(ctx), basename_(params().get_string("basename")) {
-    // Taken from the run directory like the host's restore does, not from the working directory.
-    if (params().has("checkpoint_dir"))
-      dir_ = host().resolve_path(params().get_string("checkpoint_dir")).string();
+  explicit CheckpointSaver(const hookhost::CreateContext& ctx) : Hook(ctx) {
     const bool has_steps = params().has("save_steps");
     const bool has_secs = params().has("save_secs");
     if (has_steps) {
@@ -43,22 +41,8 @@ class CheckpointSaver : public hookhost::Hook {
     }
     if (!has_steps && !has_secs) secs_timer_ = hookhost::StepTimer::every_secs(kDefaultSaveSecs);
 
-    const int64_t keep = params().get_int("max_to_keep");
-    if (keep < 0 || keep > std::numeric_limits<uint32_t>::max())
-      throw hookhost::Error("invalid max_to_keep=" + std::to_string(keep) +
-                            " (must be >= 0; 0 keeps every checkpoint)");
-    max_to_keep_ = static_cast<uint32_t>(keep);
-
-    // The host lists "<basename>-<step>" files but skips dot files (its temporary files), and
-    // writes names unescaped into the quoted strings of the index.
-    if (basename_.empty() || basename_[0] == '.' ||
-        basename_.find_first_of("/\\\"\n") != std::string::npos)
-      throw hookhost::Error("invalid basename='" + basename_ +
-                            "' (must be a file name that does not start with '.' and has no '/', "
-                            "'\\', '\"' or newline)");
-
     service_ = host().service<hh_checkpoint_service>(HH_SERVICE_CHECKPOINT);
-    if (!service_ || service_->struct_size < HH_CHECKPOINT_SERVICE_SIZE_1_0 || !service_->save)
+    if (!service_ || service_->struct_size < HH_CHECKPOINT_SERVICE_SIZE_1_0 || !service_->request)
       throw hookhost::Error("the host offers no " HH_SERVICE_CHECKPOINT " service");
   }
 
@@ -86,24 +70,17 @@ class CheckpointSaver : public hookhost::Hook {
     return steps_timer_.should_trigger(step) || secs_timer_.should_trigger(step);
   }
 
+  // The host writes the checkpoint at the end of this phase, at the live global step `step`.
   void save(int64_t step, const std::string& note) {
-    char path[4096] = {};
-    hh_error err = hookhost::make_error();
-    const hh_status status =
-        service_->save(host().raw(), dir_.empty() ? nullptr : dir_.c_str(), basename_.c_str(),
-                       max_to_keep_, path, sizeof path, &err);
-    if (status != HH_OK)
-      throw hookhost::Error("cannot save a checkpoint at global step " + std::to_string(step) +
-                            ": " + (err.message[0] ? err.message : "the host gave no reason"));
+    const std::string reason = "checkpoint_saver at global step " + std::to_string(step) + note;
+    if (service_->request(host().raw(), reason.c_str()) != HH_OK)
+      throw hookhost::Error("the host refused a checkpoint request at global step " +
+                            std::to_string(step));
     steps_timer_.update(step);
     secs_timer_.update(step);
     last_saved_step_ = step;
-    host().info(std::string("saved checkpoint ") + path + note);
   }
 
-  std::string dir_;  // empty: the host's default, <run dir>/checkpoints
-  std::string basename_;
-  uint32_t max_to_keep_ = 5;
   hookhost::StepTimer steps_timer_ = hookhost::StepTimer::never();
   hookhost::StepTimer secs_timer_ = hookhost::StepTimer::never();
   const hh_checkpoint_service* service_ = nullptr;
@@ -113,16 +90,12 @@ class CheckpointSaver : public hookhost::Hook {
 
 }  // namespace
 
-#define CHECKPOINT_SAVER_PARAMS(P)                                                          \
-  P(checkpoint_dir, STRING, OPTIONAL, "",                                                   \
-    "folder for the checkpoints (default: <run dir>/checkpoints)")                          \
-  P(save_steps, INT, OPTIONAL, "", "save every N global steps")                             \
-  P(save_secs, FLOAT, OPTIONAL, "",                                                         \
-    "save every N seconds (600 when neither save_steps nor save_secs is given)")            \
-  P(basename, STRING, DEFAULT, "model.ckpt", "checkpoint file names are <basename>-<step>") \
-  P(max_to_keep, INT, DEFAULT, "5", "how many checkpoints to keep, newest by step (0 keeps all)")
+#define CHECKPOINT_SAVER_PARAMS(P)                              \
+  P(save_steps, INT, OPTIONAL, "", "save every N global steps") \
+  P(save_secs, FLOAT, OPTIONAL, "",                             \
+    "save every N seconds (600 when neither save_steps nor save_secs is given)")
 
-HOOKHOST_PLUGIN(CheckpointSaver, "checkpoint_saver", "1.0.0",
+HOOKHOST_PLUGIN(CheckpointSaver, "checkpoint_saver", "2.0.0",
                 "Saves checkpoints of the workload and every hook's state (TensorFlow's "
                 "CheckpointSaverHook)",
                 CHECKPOINT_SAVER_PARAMS)

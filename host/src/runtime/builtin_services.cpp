@@ -1,4 +1,5 @@
-// The services every job offers through get_service: hh.steps/1, hh.checkpoint/1, hh.summary/1.
+// The services every job offers through get_service: hh.steps/1, hh.checkpoint/1 (requests only:
+// checkpoints.cpp writes them), hh.summary/1.
 // Each function checks its handle, its arguments and its thread rule before touching anything.
 #include <hookhost/ext/checkpoint.h>
 #include <hookhost/ext/steps.h>
@@ -7,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "hookhost/host/checkpoint.hpp"
 #include "hookhost/host/event_writer.hpp"
 #include "runtime_impl.hpp"
 
@@ -71,53 +71,34 @@ int64_t svc_last_step(const hh_host* h) {
   return published;
 }
 
-hh_status svc_checkpoint_save(const hh_host* h, const char* dir, const char* basename,
-                              uint32_t max_to_keep, char* out_path, size_t capacity,
-                              hh_error* err) {
-  constexpr const char* kWhat = "hh.checkpoint/1 save";
+hh_status svc_checkpoint_request(const hh_host* h, const char* reason) {
+  constexpr const char* kWhat = "hh.checkpoint/1 request";
   auto* s = HostServices::from(h, kWhat);
-  if (!s) return report(err, HH_ERROR, "hh.checkpoint/1 save: not a host pointer of this host");
-  if (t_current_call != s) {
-    // The workload's state may only be read between steps, on the thread running the hook.
-    const std::string what =
-        "outside one of this hook's lifecycle calls (from another thread, "
-        "or after the call returned); it is [hook-thread]";
-    s->misuse(kWhat, what);
-    return report(err, HH_ERROR, std::string(kWhat) + " called " + what);
+  if (!s) return HH_ERROR;
+  if (s->ended) {
+    s->misuse(kWhat, "after end()");
+    return HH_ERROR;
   }
-  Runtime::Impl& m = *s->owner;
-  try {
-    fs::path folder;
-    std::string error;
-    if (!resolve_dir(*s, dir, fs::path(s->run_dir) / "checkpoints", &folder, &error))
-      return report(err, HH_ERROR, std::string(kWhat) + ": " + error);
-    std::string base = "model.ckpt";
-    if (basename && *basename) {
-      if (::strnlen(basename, HH_MAX_BASENAME_LENGTH + 1) > HH_MAX_BASENAME_LENGTH)
-        return report(err, HH_ERROR,
-                      std::string(kWhat) + ": basename is longer than " +
-                          std::to_string(HH_MAX_BASENAME_LENGTH) + " bytes");
-      base = basename;
-      if (base.find('/') != std::string::npos || base == "." || base == "..")
-        return report(
-            err, HH_ERROR,
-            std::string(kWhat) + ": basename '" + base + "' must be a file name, not a path");
-    }
-    Checkpoint checkpoint;
-    checkpoint.global_step = m.live_step.load();
-    checkpoint.workload_state = m.session.save_state();
-    checkpoint.hook_states = m.collect_hook_states();
-    fs::path written = write_checkpoint(folder, base, checkpoint, max_to_keep);
-    if (out_path && capacity > 0) {
-      std::string text = written.string();
-      size_t n = std::min(text.size(), capacity - 1);
-      std::memcpy(out_path, text.data(), n);
-      out_path[n] = '\0';
-    }
-    return HH_OK;
-  } catch (const std::exception& e) {
-    return report(err, HH_ERROR, e.what());
+  const std::string text = bounded_text(reason, HH_MAX_STOP_REASON);
+  s->owner->record_checkpoint_request("hook '" + s->instance_name + "'" +
+                                      (text.empty() ? "" : ": " + text));
+  return HH_OK;
+}
+
+int32_t svc_checkpoint_last_written(const hh_host* h, char* out_path, size_t capacity,
+                                    int64_t* step) {
+  auto* s = HostServices::from(h, "hh.checkpoint/1 last_written");
+  if (!s) return 0;
+  const auto written = s->owner->last_checkpoint();
+  if (!written) return 0;
+  if (out_path && capacity > 0) {
+    const std::string text = written->file.string();
+    const size_t n = std::min(text.size(), capacity - 1);
+    std::memcpy(out_path, text.data(), n);
+    out_path[n] = '\0';
   }
+  if (step) *step = written->global_step;
+  return 1;
 }
 
 // The summary functions share their argument checks.
@@ -126,6 +107,12 @@ HostServices* summary_services(const hh_host* h, const char* function, const cha
   auto* s = HostServices::from(h, function);
   if (!s) {
     *status = report(err, HH_ERROR, std::string(function) + ": not a host pointer of this host");
+    return nullptr;
+  }
+  if (s->ended) {
+    // Event files are flushed once every end() has returned: a later write would be lost.
+    s->misuse(function, "after end()");
+    *status = report(err, HH_ERROR, std::string(function) + ": called after end()");
     return nullptr;
   }
   std::string error;
@@ -192,7 +179,8 @@ hh_status svc_summary_flush(const hh_host* h, const char* dir, hh_error* err) {
 
 const hh_steps_service kStepsService = {HH_STEPS_SERVICE_SIZE, &svc_publish_last_step,
                                         &svc_last_step};
-const hh_checkpoint_service kCheckpointService = {HH_CHECKPOINT_SERVICE_SIZE, &svc_checkpoint_save};
+const hh_checkpoint_service kCheckpointService = {
+    HH_CHECKPOINT_SERVICE_SIZE, &svc_checkpoint_request, &svc_checkpoint_last_written};
 const hh_summary_service kSummaryService = {HH_SUMMARY_SERVICE_SIZE, &svc_add_scalar,
                                             &svc_add_session_log, &svc_summary_flush};
 

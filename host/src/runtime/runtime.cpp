@@ -110,6 +110,7 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const std::string& in
   s->run_dir = options.run_dir.string();
   s->logger = log->clone(instance);
   fill_host_table(*s);
+  adopt_restored_state(*s);  // before create(), so state_get there sees it
   return s;
 }
 
@@ -170,22 +171,24 @@ struct Lifecycle {
     const bool fatal = r.status == HH_ERROR_FATAL;
     const std::string what = describe(slot, cb, step) + ": " + r.message;
     const FailurePolicy policy = slot.settings.on_error;
-    const char* kind = fatal ? " [fatal error: the hook is disabled" : " [";
+    // One bracket says what the host does: "[fatal error; on_error=stop: ...]".
+    const char* fatal_note = fatal ? "fatal error; " : "";
     switch (policy) {
       case FailurePolicy::keep_going:
-        m.log->error("{}{}on_error=continue: {}]", what, kind,
-                     fatal ? "" : "the hook keeps getting calls");
+        m.log->error("{} [{}on_error=continue: {}]", what, fatal_note,
+                     fatal ? "a fatal error disables the hook anyway, the job continues"
+                           : "the hook keeps getting calls");
         break;
       case FailurePolicy::disable:
-        m.log->error("{}{}on_error=disable: the hook is disabled, the job continues]", what,
-                     fatal ? "; " : "");
+        m.log->error("{} [{}on_error=disable: the hook is disabled, the job continues]", what,
+                     fatal_note);
         break;
       case FailurePolicy::stop:
-        m.log->error("{}{}on_error=stop: the hook is disabled, the job stops after this step]",
-                     what, fatal ? "; " : "");
+        m.log->error("{} [{}on_error=stop: the hook is disabled, the job stops after this step]",
+                     what, fatal_note);
         break;
       case FailurePolicy::fail:
-        m.log->error("{}{}on_error=fail: the job fails]", what, fatal ? "; " : "");
+        m.log->error("{} [{}on_error=fail: the job fails]", what, fatal_note);
         break;
     }
     if (slot.failure.empty()) slot.failure = std::string(name_of(cb)) + " failed: " + r.message;
@@ -269,6 +272,7 @@ struct Lifecycle {
       m.live_step = m.session.global_step();
     }
     after_create_session_all();
+    m.write_requested_checkpoint();
     return !m.failed;
   }
 
@@ -545,6 +549,11 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   if (status != HH_OK) {
     if (status == HH_ERROR || status == HH_ERROR_FATAL)
       refuse(message.empty() ? "create() failed without a message" : message);
+    if (status == HH_STOP_REQUESTED)
+      refuse(
+          "create() returned HH_STOP_REQUESTED, which only lifecycle calls may return (a plugin "
+          "bug: create returns HH_OK or HH_ERROR)" +
+          (message.empty() ? "" : ": " + message));
     refuse("create() returned the undefined status " + std::to_string(status) +
            " (a plugin bug: create returns HH_OK or HH_ERROR)" +
            (message.empty() ? "" : ": " + message));
@@ -587,6 +596,11 @@ bool Runtime::start() {
     order += (order.empty() ? "" : ", ") + s->settings.instance_name + " (order " +
              std::to_string(s->settings.order) + ")";
   m.log->info("hook order: {}", order.empty() ? "(no hooks)" : order);
+  for (const auto& [name, _] : m.restored_states)
+    if (std::none_of(m.slots.begin(), m.slots.end(),
+                     [&](const auto& s) { return s->settings.instance_name == name; }))
+      m.log->warn("the checkpoint holds state for hook '{}', which is not configured; ignoring it",
+                  name);
   for (const auto& n : m.session.fetchable()) m.fetchable.insert(n);
   for (const auto& n : m.session.feedable()) m.feedable.insert(n);
   m.live_step = m.session.global_step();
@@ -596,6 +610,7 @@ bool Runtime::start() {
   if (m.failed) return false;
   if (!life.create_session()) return false;
   life.after_create_session_all();
+  m.write_requested_checkpoint();
   return !m.failed;
 }
 
@@ -658,6 +673,7 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
     ++m.steps_run;
     m.live_step = m.session.global_step();
     life.run_after(ctx, step.values);
+    m.write_requested_checkpoint();  // the step boundary: every hook's after_run has returned
     if (m.failed) return out;
     out.ran = true;
     for (const auto& name : fetches) {
@@ -681,6 +697,7 @@ JobResult Runtime::close() {
   if (m.closed) return m.result;
   EntryGuard guard(m.in_call, "close()");
   Lifecycle{m}.deliver_end();
+  m.write_requested_checkpoint();  // a final save asked for in end(), unless the job failed
   m.closed = true;
   try {
     flush_event_writers();  // whatever hooks wrote reaches the disk even if they never flushed
@@ -745,28 +762,17 @@ std::map<std::string, std::string> Runtime::hook_states() const {
 }
 
 void Runtime::restore_hook_states(const std::map<std::string, SavedHookState>& states) {
-  for (const auto& [name, saved] : states) {
-    auto it = std::find_if(impl_->slots.begin(), impl_->slots.end(),
-                           [&](const auto& s) { return s->settings.instance_name == name; });
-    if (it == impl_->slots.end()) {
-      impl_->log->warn(
-          "the checkpoint holds state for hook '{}', which is not configured; "
-          "ignoring it",
-          name);
-      continue;
+  Impl& m = *impl_;
+  m.restored_states = states;
+  for (const auto& sp : m.slots) {
+    HostServices& s = *sp->services;
+    {
+      // A recovery goes back to the checkpoint's moment: what was stored since is dropped.
+      std::lock_guard lock(s.state_mutex);
+      s.has_state = false;
+      s.state = {};
     }
-    HostServices& s = *(*it)->services;
-    if (!saved.plugin_id.empty() && saved.plugin_id != s.plugin_id) {
-      impl_->log->warn(
-          "the checkpoint holds state for hook '{}' saved by plugin '{}', but '{}' now uses "
-          "plugin '{}': it starts without state",
-          name, saved.plugin_id, name, s.plugin_id);
-      continue;
-    }
-    std::lock_guard lock(s.state_mutex);
-    s.state = saved;
-    s.state.plugin_id = s.plugin_id;
-    s.has_state = true;
+    m.adopt_restored_state(s);
   }
 }
 

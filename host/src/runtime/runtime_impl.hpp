@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -113,6 +114,15 @@ struct Runtime::Impl {
   JobResult result;
   std::atomic<int64_t> published_last_step{-1};
 
+  // Checkpoints requested since the last step boundary, and the newest one written
+  // (checkpoints.cpp).
+  std::atomic<bool> checkpoint_requested{false};
+  mutable std::mutex checkpoint_mutex;
+  std::string checkpoint_reasons;
+  std::optional<WrittenCheckpoint> newest_checkpoint;
+  // States restored from a checkpoint, given to each instance as it is created.
+  std::map<std::string, SavedHookState> restored_states;
+
   std::vector<hh_tensor> views_buffer;
   // This step's merged feeds and who gave them ("the caller" or a hook instance).
   TensorMap merged_feeds;
@@ -128,6 +138,15 @@ struct Runtime::Impl {
                                               const std::string& plugin_id, uint32_t state_version);
   std::map<std::string, SavedHookState> collect_hook_states() const;
   const void* builtin_service(const char* id) const;  // builtin_services.cpp
+
+  // checkpoints.cpp: a request is recorded at once [thread-safe] and carried out at the next
+  // step boundary by write_requested_checkpoint (never when the job failed).
+  void record_checkpoint_request(const std::string& reason);
+  void write_requested_checkpoint();
+  std::optional<WrittenCheckpoint> last_checkpoint() const;
+  std::filesystem::path checkpoint_folder() const;
+  // Gives `services` the state restored for its instance, unless another plugin saved it.
+  void adopt_restored_state(HostServices& services) const;
 };
 
 // Text a plugin handed over, for the log: cut at `max` bytes (marked "...").

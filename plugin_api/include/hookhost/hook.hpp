@@ -52,7 +52,7 @@ class FatalError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// An hh_error ready to hand to a host service (hh.checkpoint/1, hh.summary/1).
+// An hh_error ready to hand to a host service (hh.summary/1).
 inline hh_error make_error() {
   hh_error err;
   hh_error_init(&err);
@@ -154,7 +154,7 @@ class RunRequest {
 };
 
 // The host's services for this instance. Every call is thread-safe (any thread, from create()
-// until end() returns), except the services' own [hook-thread] functions.
+// until destroy); after end() the calls that change something are refused (host.h).
 class Host {
  public:
   explicit Host(const hh_host* h) : h_(h) {}

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,9 +41,23 @@ struct RestoredCheckpoint {
   std::vector<std::string> skipped;  // "file: reason" for every newer one that was corrupt
 };
 
-// The newest valid checkpoint in `dir`, skipping corrupt ones (listed in `skipped`); nullopt when
-// the folder holds no checkpoint file at all.
+// Throws std::runtime_error (naming the file) when a checkpoint that read correctly is still not
+// usable, e.g. its workload state disagrees with its step.
+using CheckpointValidator =
+    std::function<void(const std::filesystem::path& file, const Checkpoint& checkpoint)>;
+
+// The newest usable checkpoint in `dir`: it reads and verifies, the step in its name equals the
+// step in its header, and `validate` (when given) accepts it. Unusable ones are skipped (listed in
+// `skipped`, newest first). nullopt when the folder holds no checkpoint file at all; a result with
+// an empty `file` when every one was unusable.
 std::optional<RestoredCheckpoint> restore_latest_checkpoint(
-    const std::filesystem::path& dir, const std::string& basename = "model.ckpt");
+    const std::filesystem::path& dir, const std::string& basename = "model.ckpt",
+    const CheckpointValidator& validate = {});
+
+// Repairs what a killed job can leave in a checkpoint folder: removes temporary files of an
+// interrupted save and rewrites an index that names missing files. Returns one line per repair.
+// Call it only while no other job writes into `dir`.
+std::vector<std::string> tidy_checkpoint_folder(const std::filesystem::path& dir,
+                                                const std::string& basename = "model.ckpt");
 
 }  // namespace hookhost

@@ -39,7 +39,9 @@ struct JobConfig {
   std::vector<std::filesystem::path> plugin_dirs;
   std::filesystem::path run_dir = "hookhost-run";
   std::string log_level = "info";
-  std::size_t max_state_bytes = HH_DEFAULT_MAX_STATE;  // [run] max_state_mb
+  std::size_t max_state_bytes = HH_DEFAULT_MAX_STATE;    // [run] max_state_mb
+  std::filesystem::path checkpoint_dir = "checkpoints";  // relative: from the run directory
+  uint32_t keep_checkpoints = 5;                         // newest by step; 0 keeps all
   FailurePolicy on_error = FailurePolicy::disable;
   std::string workload = "linreg";
   std::optional<ConfigSource> workload_section;  // the [workload] header, when there is one

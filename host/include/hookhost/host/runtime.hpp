@@ -90,6 +90,16 @@ struct RuntimeOptions {
   std::map<std::string, const void*> services;
   // The largest state one instance may store with state_put.
   std::size_t max_state_bytes = HH_DEFAULT_MAX_STATE;
+  // Where requested checkpoints go (a relative folder is taken from run_dir), as
+  // <checkpoint_basename>-<global step>; the newest keep_checkpoints by step are kept (0: all).
+  std::filesystem::path checkpoint_dir = "checkpoints";
+  std::string checkpoint_basename = "model.ckpt";
+  uint32_t keep_checkpoints = 5;
+};
+
+struct WrittenCheckpoint {
+  std::filesystem::path file;
+  int64_t global_step = 0;
 };
 
 class Runtime {
@@ -121,6 +131,13 @@ class Runtime {
   // Asks the job to stop after the current step. [thread-safe]
   void request_stop(hh_stop_cause cause, const std::string& reason);
 
+  // Asks for a checkpoint of the workload and every hook's state, written at the next step
+  // boundary: after the current step's after_run phase, after the after_create_session phase, or
+  // after every end() -- never when the job failed. [thread-safe]
+  void request_checkpoint(const std::string& reason);
+  // The newest checkpoint this runtime wrote.
+  std::optional<WrittenCheckpoint> last_checkpoint() const;
+
   // Delivers end() to every hook exactly once and returns how the job ended. Idempotent.
   JobResult close();
 
@@ -138,8 +155,9 @@ class Runtime {
   std::map<std::string, SavedHookState> saved_hook_states() const;
   // The same, bytes only.
   std::map<std::string, std::string> hook_states() const;
-  // Gives each configured instance its saved state. A state saved by another plugin than the
-  // instance's is not given (logged); one for an instance that is not configured is ignored.
+  // Gives each instance its saved state: instances created later get it before their create(),
+  // existing ones at once (a recovery). A state saved by another plugin than the instance's is not
+  // given (logged); one for an instance that is not configured is ignored (logged at start()).
   void restore_hook_states(const std::map<std::string, SavedHookState>& states);
   // Bytes only: taken as saved by each instance's own plugin at its current state version.
   void restore_hook_states(const std::map<std::string, std::string>& states);

@@ -1,12 +1,14 @@
 /* hookhost plugin ABI: services the host gives each hook instance.
  *
  * Lifetime: the hh_host a plugin receives in create() stays valid (readable, callable) until the
- * instance's destroy() returns. Calls made after the instance's end() returned are refused: a
- * function that returns a status returns HH_ERROR, request_stop and state_put do nothing more.
- * destroy() itself must not call the host.
+ * instance's destroy() returns. After the instance's end() returned, calls that change something
+ * are refused: state_put, the hh.steps/1, hh.checkpoint/1 and hh.summary/1 functions that write
+ * return HH_ERROR (logged as misuse), request_stop does nothing. Calls that only read keep working
+ * until destroy(). destroy() itself must not call the host.
  * Threading: each function carries a tag. [thread-safe]: any thread, including threads the plugin
- * started. [hook-thread]: only on the thread running one of this instance's lifecycle calls, during
- * that call; from anywhere else it fails with HH_ERROR and a log line naming the instance.
+ * started. [hook-thread] (the hh_run_request functions): only on the thread running this
+ * instance's lifecycle call, during that call; from anywhere else it fails with HH_ERROR and a log
+ * line naming the instance.
  * Ownership: strings returned by the host belong to the host (lifetime stated beside each
  * function). Data a plugin passes in is copied before the call returns.
  * Validation: the host checks everything a plugin passes (NULL pointers, lengths, sizes) and fails

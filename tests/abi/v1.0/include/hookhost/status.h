@@ -34,9 +34,9 @@ typedef int32_t hh_status;
 #define HH_ERROR_MESSAGE_SIZE 1024
 
 /* Filled by whoever fails a call, owned by whoever makes it. For lifecycle calls the host owns it
- * and clears it before each call; for host services (hh.checkpoint/1, hh.summary/1) the plugin
- * owns it and must initialise it with hh_error_init (the host writes into it only when its
- * struct_size covers `message`). The message is UTF-8 and NUL-terminated; a reader that finds no
+ * and resets it before each call (struct_size set, code 0, message ""); for host services
+ * (hh.summary/1) the plugin owns it and must initialise it with hh_error_init (the host writes
+ * into it only when its struct_size covers `message`). The message is UTF-8 and NUL-terminated; a reader that finds no
  * NUL inside the buffer cuts the text at the buffer's end. */
 typedef struct hh_error {
   uint32_t struct_size;

@@ -1,0 +1,86 @@
+// Checkpoints at the step boundary. Hooks only ask (hh.checkpoint/1, Runtime::request_checkpoint);
+// the runtime writes once the phase is over, so the workload's state and every hook's state are
+// taken at one moment whatever the hook order, and never while a step runs.
+#include "hookhost/host/checkpoint.hpp"
+
+#include "runtime_impl.hpp"
+
+namespace hookhost {
+
+void Runtime::Impl::record_checkpoint_request(const std::string& reason) {
+  std::lock_guard lock(checkpoint_mutex);
+  // The first few reasons are enough for the log line; a hook asking every step must not grow it.
+  if (checkpoint_reasons.size() < 512)
+    checkpoint_reasons += (checkpoint_reasons.empty() ? "" : "; ") + reason;
+  checkpoint_requested = true;
+}
+
+std::filesystem::path Runtime::Impl::checkpoint_folder() const {
+  const auto& dir = options.checkpoint_dir;
+  return dir.is_relative() ? options.run_dir / dir : dir;
+}
+
+void Runtime::Impl::write_requested_checkpoint() {
+  if (!checkpoint_requested.exchange(false)) return;
+  std::string reasons;
+  {
+    std::lock_guard lock(checkpoint_mutex);
+    reasons.swap(checkpoint_reasons);
+  }
+  if (failed) {
+    const auto newest = last_checkpoint();
+    log->warn(
+        "not writing the checkpoint requested by {}: the job failed, and a failed job never "
+        "replaces a good checkpoint{}",
+        reasons, newest ? " (the newest is " + newest->file.string() + ")" : std::string());
+    return;
+  }
+  Checkpoint checkpoint;
+  checkpoint.global_step = live_step.load();
+  try {
+    checkpoint.workload_state = session.save_state();
+    checkpoint.hook_states = collect_hook_states();
+    const std::filesystem::path file = write_checkpoint(
+        checkpoint_folder(), options.checkpoint_basename, checkpoint, options.keep_checkpoints);
+    {
+      std::lock_guard lock(checkpoint_mutex);
+      newest_checkpoint = WrittenCheckpoint{file, checkpoint.global_step};
+    }
+    log->info("wrote checkpoint {} (requested by {})", file.string(), reasons);
+  } catch (const std::exception& e) {
+    log->error("could not write the checkpoint at global step {} requested by {}: {}",
+               checkpoint.global_step, reasons, e.what());
+  }
+}
+
+std::optional<WrittenCheckpoint> Runtime::Impl::last_checkpoint() const {
+  std::lock_guard lock(checkpoint_mutex);
+  return newest_checkpoint;
+}
+
+void Runtime::Impl::adopt_restored_state(HostServices& services) const {
+  auto it = restored_states.find(services.instance_name);
+  if (it == restored_states.end()) return;
+  const SavedHookState& saved = it->second;
+  if (!saved.plugin_id.empty() && saved.plugin_id != services.plugin_id) {
+    log->warn(
+        "the checkpoint holds state for hook '{}' saved by plugin '{}', but '{}' now uses plugin "
+        "'{}': it starts without state",
+        services.instance_name, saved.plugin_id, services.instance_name, services.plugin_id);
+    return;
+  }
+  std::lock_guard lock(services.state_mutex);
+  services.state = saved;
+  services.state.plugin_id = services.plugin_id;
+  services.has_state = true;
+}
+
+void Runtime::request_checkpoint(const std::string& reason) {
+  impl_->record_checkpoint_request(reason.empty() ? "the embedding program" : reason);
+}
+
+std::optional<WrittenCheckpoint> Runtime::last_checkpoint() const {
+  return impl_->last_checkpoint();
+}
+
+}  // namespace hookhost
