@@ -10,6 +10,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
+  libdlpack-dev
 )
 
 missing=()
