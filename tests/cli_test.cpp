@@ -453,5 +453,45 @@ TEST_F(CliTest, FailingRerunsNeverReplaceTheNewestGoodCheckpoint) {
   EXPECT_EQ(read_file(newest), newest_bytes);
 }
 
+TEST_F(CliTest, SigtermReachesAHookBlockedInBeforeRunThroughShouldStop) {
+  // global_step_waiter waits (forever by default) for a step this job never reaches, polling
+  // should_stop(): the signal must become a stop request while it is still inside before_run.
+  fs::path file = config(std::string(kEndlessJob) +
+                         "\n[hook.wait]\nplugin = global_step_waiter\nwait_until_step = 1000000\n"
+                         "poll_secs = 0.02\n");
+  Process job({"run", "--config", file.string()}, dir_.path());
+  ASSERT_TRUE(wait_until([&] {
+    return read_file(dir_ / ".stderr").find("Waiting for global step 1000000") != std::string::npos;
+  }));
+  job.signal(SIGTERM);
+  ProcessResult r = job.wait(std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_THAT(r.err, AllOf(HasSubstr("stop requested: received SIGTERM"),
+                           HasSubstr("stop requested while waiting for global step 1000000")));
+  EXPECT_THAT(r.out, HasSubstr("job stopped (received SIGTERM)"));
+}
+
+TEST_F(CliTest, ASecondSignalExitsAtOnceNamingTheHookCallThatWasRunning) {
+  const fs::path plugins = dir_ / "fixtures";
+  fs::create_directories(plugins);
+  copy_plugin(fixture_plugin("scripted"), plugins);
+  fs::path file = config(std::string(kEndlessJob) + "\n[hook.stuck]\nplugin = scripted\ntrace = " +
+                         (dir_ / "stuck.txt").string() + "\nblock_in_before_secs = 60\n");
+  Process job({"run", "--config", file.string(), "--plugin-dir", plugins.string()}, dir_.path());
+  ASSERT_TRUE(wait_until(
+      [&] { return read_file(dir_ / "stuck.txt").find("stuck before_run") != std::string::npos; }));
+  job.signal(SIGTERM);
+  ASSERT_TRUE(wait_until([&] {
+    return read_file(dir_ / ".stderr").find("stop requested: received SIGTERM") !=
+           std::string::npos;
+  }));
+  job.signal(SIGTERM);
+  ProcessResult r = job.wait(std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM);
+  EXPECT_THAT(r.err, HasSubstr("hookhost: second SIGTERM while hook 'stuck' (plugin 'scripted') "
+                               "in before_run at global step 0 runs: exiting at once with status "
+                               "143"));
+}
+
 }  // namespace
 }  // namespace hookhost::testing

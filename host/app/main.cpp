@@ -16,6 +16,7 @@
 #include <hookhost/host/display_text.hpp>
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
+#include <hookhost/host/signal_bridge.hpp>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -63,22 +64,30 @@ The config file is INI: [run] (plugin_dir, run_dir, log_level, on_error), [workl
 the workload's parameters), and one [hook.NAME] section per hook instance (plugin, enabled,
 order, on_error, and the plugin's parameters: see 'hookhost plugins describe ID').
 On start the job resumes from the newest valid checkpoint in <run_dir>/checkpoints.
-SIGINT/SIGTERM: the current step finishes, every hook gets end() (a final checkpoint is written),
-exit status 128+N; a second signal exits at once.
+SIGINT/SIGTERM: a stop is requested at once (a hook waiting inside a callback sees it through
+should_stop()), the current step finishes, every hook gets end() (a final checkpoint is written),
+exit status 128+N; a second signal exits at once, naming the hook call that was running.
 )";
 
 std::atomic<int> g_signal{0};
+std::atomic<Job*> g_job{nullptr};
 
-extern "C" void on_signal(int sig) {
-  if (g_signal.exchange(sig) != 0) _exit(128 + sig);  // second signal: leave at once
-}
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+// Runs on the signal bridge's thread. The first signal stops the job after the current step, and
+// reaches a hook blocked in a callback through should_stop(); a second one leaves at once, naming
+// what the job was stuck in.
+void on_signal(int sig, int count) {
+  Job* job = g_job.load();
+  if (count == 1) {
+    g_signal = sig;
+    if (job) job->stop_for_signal(sig);
+    return;
+  }
+  const std::string running = job ? job->running_call() : std::string();
+  std::fprintf(stderr, "hookhost: second %s %s: exiting at once with status %d\n", signal_name(sig),
+               running.empty() ? "outside any hook call" : ("while " + running + " runs").c_str(),
+               128 + sig);
+  std::fflush(stderr);
+  _exit(128 + sig);
 }
 
 // The log message with control characters escaped: hooks log through clones of this logger, and
@@ -154,6 +163,7 @@ int cmd_run(const std::vector<std::string>& args) {
 
   std::shared_ptr<spdlog::logger> logger;
   std::unique_ptr<Job> job;
+  std::unique_ptr<SignalBridge> bridge;  // declared after the job: it goes first
   try {
     std::optional<fs::path> file;
     if (vm.count("config")) file = fs::path(vm["config"].as<std::string>());
@@ -165,8 +175,9 @@ int cmd_run(const std::vector<std::string>& args) {
       options.plugin_dirs = to_paths(vm["plugin-dir"].as<std::vector<std::string>>());
     options.fresh = vm.count("fresh") > 0;
     options.logger = logger;
-    install_signal_handlers();
+    bridge = std::make_unique<SignalBridge>(on_signal);
     job = std::make_unique<Job>(std::move(options));
+    g_job = job.get();
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "hookhost: configuration error: %s\nNothing was run.\n", e.what());
     return kExitUsage;
@@ -176,6 +187,8 @@ int cmd_run(const std::vector<std::string>& args) {
   }
 
   JobResult result = job->run(g_signal);
+  g_job = nullptr;
+  bridge.reset();
   logger->flush();
   std::cout << format_summary(result, job->reports(), job->wall_time(), job->first_step())
             << "  outputs: " << job->run_dir().string() << "\n";

@@ -19,6 +19,7 @@
 #include "hookhost/host/checkpoint.hpp"
 #include "hookhost/host/display_text.hpp"
 #include "hookhost/host/loader.hpp"
+#include "hookhost/host/signal_bridge.hpp"
 #include "hookhost/host/workloads/linreg.hpp"
 
 namespace hookhost {
@@ -385,10 +386,7 @@ JobResult Job::run(const std::atomic<int>& signal_number) {
   auto stop_on_signal = [&] {
     const int sig = signal_number.load();
     if (sig == 0) return false;
-    const std::string name = sig == SIGINT    ? "SIGINT"
-                             : sig == SIGTERM ? "SIGTERM"
-                                              : "signal " + std::to_string(sig);
-    p.runtime->request_stop(HH_STOP_CAUSE_SIGNAL, "received " + name);
+    stop_for_signal(sig);  // a signal that came before the job could be told
     return true;
   };
   if (p.runtime->start())
@@ -396,6 +394,15 @@ JobResult Job::run(const std::atomic<int>& signal_number) {
   JobResult result = p.runtime->close();
   wall_time_ = std::chrono::steady_clock::now() - t0;
   return result;
+}
+
+void Job::stop_for_signal(int signal) {
+  parts_->runtime->request_stop(HH_STOP_CAUSE_SIGNAL,
+                                std::string("received ") + signal_name(signal));
+}
+
+std::string Job::running_call() const {
+  return parts_->runtime->running_call();
 }
 
 std::vector<HookReport> Job::reports() const {

@@ -133,9 +133,12 @@ struct Lifecycle {
   CallResult call(Slot& slot, Callback callback, Fn&& fn) {
     const HostServices* previous = t_current_call;
     t_current_call = slot.services.get();
+    m.running_callback.store(static_cast<int>(callback), std::memory_order_relaxed);
+    m.running_slot.store(&slot, std::memory_order_release);
     auto t0 = std::chrono::steady_clock::now();
     CallResult r = fn();
     auto dt = std::chrono::steady_clock::now() - t0;
+    m.running_slot.store(nullptr, std::memory_order_release);
     t_current_call = previous;
     CallStats& st = slot.stats[static_cast<size_t>(callback)];
     ++st.calls;
@@ -682,6 +685,15 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
     }
     return out;
   }
+}
+
+std::string Runtime::running_call() const {
+  const Slot* slot = impl_->running_slot.load(std::memory_order_acquire);
+  const int callback = impl_->running_callback.load(std::memory_order_relaxed);
+  if (!slot || callback < 0) return {};
+  return "hook '" + slot->settings.instance_name + "' (plugin '" + slot->dispatch->plugin_id() +
+         "') in " + name_of(static_cast<Callback>(callback)) + " at global step " +
+         std::to_string(impl_->live_step.load());
 }
 
 bool Runtime::should_stop() const {

@@ -123,6 +123,10 @@ struct Runtime::Impl {
   // States restored from a checkpoint, given to each instance as it is created.
   std::map<std::string, SavedHookState> restored_states;
 
+  // The hook call running now, for a second signal's last words (read from another thread).
+  std::atomic<const Slot*> running_slot{nullptr};
+  std::atomic<int> running_callback{-1};
+
   std::vector<hh_tensor> views_buffer;
   // This step's merged feeds and who gave them ("the caller" or a hook instance).
   TensorMap merged_feeds;

@@ -48,6 +48,11 @@ class Job {
   // stops after the current step with cause HH_STOP_CAUSE_SIGNAL.
   JobResult run(const std::atomic<int>& signal_number);
 
+  // Stops the job after the current step with cause HH_STOP_CAUSE_SIGNAL. [thread-safe]
+  void stop_for_signal(int signal);
+  // The hook call running now ("" when none), for a second signal's message. [thread-safe]
+  std::string running_call() const;
+
   std::vector<HookReport> reports() const;
   std::chrono::duration<double> wall_time() const { return wall_time_; }
   const std::filesystem::path& run_dir() const;

@@ -128,6 +128,10 @@ class Runtime {
   // True once a stop was requested, the data ended or the job failed.
   bool should_stop() const;
 
+  // "hook 'NAME' (plugin 'ID') in CALLBACK at global step N" while a hook call runs, else "".
+  // [thread-safe]: for a watchdog or a signal handler thread naming what the job is stuck in.
+  std::string running_call() const;
+
   // Asks the job to stop after the current step. [thread-safe]
   void request_stop(hh_stop_cause cause, const std::string& reason);
 

@@ -1,0 +1,37 @@
+// SIGINT and SIGTERM as events on a thread of their own. The handler only writes the signal number
+// into a pipe (all it may safely do); a bridge thread reads it and calls back with ordinary code,
+// so the first signal can become a stop request at once, even while a hook is blocked inside a
+// callback polling should_stop().
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+namespace hookhost {
+
+class SignalBridge {
+ public:
+  // `on_signal(signal, count)` runs on the bridge thread for every SIGINT or SIGTERM; count is 1
+  // for the first, 2 for the second, ... Only one bridge may exist at a time.
+  explicit SignalBridge(std::function<void(int signal, int count)> on_signal);
+  ~SignalBridge();  // restores the previous handlers
+  SignalBridge(const SignalBridge&) = delete;
+  SignalBridge& operator=(const SignalBridge&) = delete;
+
+  // The first signal received, or 0. [thread-safe]
+  int first_signal() const { return first_.load(); }
+
+ private:
+  void loop();
+  std::function<void(int, int)> on_signal_;
+  std::atomic<int> first_{0};
+  int count_ = 0;
+  int pipe_[2] = {-1, -1};
+  std::thread thread_;
+};
+
+// "SIGINT", "SIGTERM" or "signal N".
+const char* signal_name(int signal);
+
+}  // namespace hookhost
