@@ -83,14 +83,14 @@ class HistorySaver : public hookhost::Hook {
 
   void before_run(const hh_run_context& context, hookhost::RunRequest& request) override {
     // The step about to run is normally the stale step + 1 (after_run checks the real one).
-    recording_ = will_record(context.global_step, context.global_step + 1, !first_step_seen_);
+    // "The first step" is the history's first row: a resumed job continues the file's schedule.
+    recording_ = will_record(context.global_step, context.global_step + 1, !last_recorded_step_);
     if (recording_)
       for (const auto& name : tensors_) request.fetch(name);
   }
 
   void after_run(const hh_run_context& context, const hookhost::RunValues& values) override {
-    const bool first_step = !first_step_seen_;
-    first_step_seen_ = true;
+    const bool first_step = !last_recorded_step_;
     if (!recording_) return;
     recording_ = false;
     const int64_t step = host().global_step();
@@ -212,7 +212,6 @@ class HistorySaver : public hookhost::Hook {
   std::string existing_header_;
   std::optional<int64_t> last_recorded_step_;
   bool needs_newline_ = false;
-  bool first_step_seen_ = false;
   bool recording_ = false;
 };
 

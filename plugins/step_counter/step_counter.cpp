@@ -48,10 +48,16 @@ class StepCounter : public hookhost::Hook {
   }
 
   void begin() override {
+    restore_schedule(host().global_step());
     if (!write_summaries_) return;
     summaries_ = host().service<hh_summary_service>(HH_SERVICE_SUMMARY);
     if (!summaries_ || summaries_->struct_size < HH_SUMMARY_SERVICE_SIZE_1_0)
       throw hookhost::Error("the host does not offer the summary service " HH_SERVICE_SUMMARY);
+  }
+
+  void after_create_session(const hh_session_info& session) override {
+    // A recovery put every hook's state back to the restored checkpoint.
+    if (session.creation > 1) restore_schedule(session.global_step);
   }
 
   // No fetch needed: the context already carries the stale global step TensorFlow fetches.
@@ -63,6 +69,7 @@ class StepCounter : public hookhost::Hook {
         // The first trigger returns nothing: it only sets the baseline.
         if (auto elapsed = timer_.update(live); elapsed && elapsed->first > 0)
           report(static_cast<double>(elapsed->second) / elapsed->first, live);
+        host().save_state_map({{"last_triggered_step", std::to_string(live)}});
       }
     }
     if (previous_stale_ && stale == *previous_stale_ && stuck_warnings_ < kMaxStuckStepWarnings) {
@@ -89,6 +96,14 @@ class StepCounter : public hookhost::Hook {
     });
     // Flushed at once so TensorBoard shows the rate during the job (one write per report).
     call([&](hh_error* err) { return summaries_->flush(host().raw(), dir(), err); });
+  }
+
+  // Beyond TensorFlow: the schedule survives a resume, so the rate is reported at the same steps
+  // as in an uninterrupted job (measured from the resume).
+  void restore_schedule(int64_t current_step) {
+    const auto state = host().load_state_map();
+    if (auto it = state.find("last_triggered_step"); it != state.end())
+      timer_.restore(std::stoll(it->second), current_step);
   }
 
   // NULL asks the service for the run directory.

@@ -99,4 +99,6 @@ class StopAtStep : public hookhost::Hook {
   P(last_step, INT, OPTIONAL, "", "stop once the global step reaches this value")
 
 HOOKHOST_PLUGIN(StopAtStep, "stop_at_step", "1.0.0",
-                "Stops the job at a global step (TensorFlow's StopAtStepHook)", STOP_AT_STEP_PARAMS)
+                "Stops the job at a global step (TensorFlow's StopAtStepHook; a job resumed at or "
+                "past the limit stops before running another step)",
+                STOP_AT_STEP_PARAMS)

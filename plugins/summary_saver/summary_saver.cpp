@@ -43,11 +43,18 @@ class SummarySaver : public hookhost::Hook {
     if (!summaries_ || summaries_->struct_size < HH_SUMMARY_SERVICE_SIZE_1_0)
       throw hookhost::Error("the host does not offer the summary service " HH_SERVICE_SUMMARY);
     next_step_.reset();
+    restore_schedule(host().global_step());
+  }
+
+  void after_create_session(const hh_session_info& session) override {
+    // A recovery put every hook's state back to the restored checkpoint.
+    if (session.creation > 1) restore_schedule(session.global_step);
   }
 
   void before_run(const hh_run_context&, hookhost::RunRequest& request) override {
     // Fetch only when this step will be written (TensorFlow: the first step, then the timer).
-    writing_ = !next_step_ || timer_.should_trigger(*next_step_);
+    writing_ = next_step_ ? timer_.should_trigger(*next_step_)
+                          : !resumed_ || timer_.should_trigger(host().global_step() + 1);
     if (writing_)
       for (const auto& name : tensors_) request.fetch(name);
   }
@@ -60,6 +67,7 @@ class SummarySaver : public hookhost::Hook {
     if (writing_) {
       timer_.update(step);
       for (const auto& name : tensors_) write_scalar(name, mean(values.get(name)), step);
+      host().save_state_map({{"last_written_step", std::to_string(step)}});
     }
     // The host buffers events until a flush; flushing per save lets TensorBoard show them during
     // the job, not only after it ends.
@@ -72,6 +80,15 @@ class SummarySaver : public hookhost::Hook {
   }
 
  private:
+  // Beyond TensorFlow: the schedule survives a resume, so scalars land at the same steps as in an
+  // uninterrupted job (the resumed session still starts with a SessionLog START).
+  void restore_schedule(int64_t current_step) {
+    const auto state = host().load_state_map();
+    auto it = state.find("last_written_step");
+    resumed_ = it != state.end();
+    if (resumed_) timer_.restore(std::stoll(it->second), current_step);
+  }
+
   // NULL asks the service for the run directory.
   const char* dir() const { return output_dir_.empty() ? nullptr : output_dir_.c_str(); }
 
@@ -112,6 +129,7 @@ class SummarySaver : public hookhost::Hook {
   const hh_summary_service* summaries_ = nullptr;
   std::optional<int64_t> next_step_;  // the step expected after the last one; unset before it
   bool writing_ = false;
+  bool resumed_ = false;  // the timer continues a saved schedule: the first step is not special
 };
 
 }  // namespace

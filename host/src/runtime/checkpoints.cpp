@@ -2,6 +2,7 @@
 // the runtime writes once the phase is over, so the workload's state and every hook's state are
 // taken at one moment whatever the hook order, and never while a step runs.
 #include "hookhost/host/checkpoint.hpp"
+#include "hookhost/host/event_writer.hpp"
 
 #include "runtime_impl.hpp"
 
@@ -37,6 +38,13 @@ void Runtime::Impl::write_requested_checkpoint() {
   }
   Checkpoint checkpoint;
   checkpoint.global_step = live_step.load();
+  try {
+    // Events written before the checkpoint must survive a crash after it: a resume never replays
+    // the steps that wrote them.
+    flush_event_writers();
+  } catch (const std::exception& e) {
+    log->error("{}", e.what());
+  }
   try {
     checkpoint.workload_state = session.save_state();
     checkpoint.hook_states = collect_hook_states();

@@ -1,0 +1,142 @@
+// A job killed with SIGKILL at 20 different moments and resumed ends exactly like an uninterrupted
+// one: the same final step and outcome, the same hook states (no step counted twice), the same
+// history rows and the same TensorBoard scalars at the same steps.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include "event_file_reader.hpp"
+#include "hookhost/host/checkpoint.hpp"
+#include "plugin_files.hpp"
+#include "process.hpp"
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Every stateful built-in hook, plus a recorder that counts its after_runs in its state and can
+// kill the process once at a chosen step.
+std::string job_config(const fs::path& dir, int64_t kill_at, const std::string& kill_in) {
+  return "[run]\nrun_dir = run\nkeep_checkpoints = 0\n"
+         "[workload]\nname = linreg\nepochs = 0\n"
+         "[hook.stop]\nplugin = stop_at_step\nnum_steps = 120\n"
+         "[hook.early]\nplugin = early_stopping\nmin_delta = 0.001\npatience = 40\n"
+         "[hook.limit]\nplugin = time_limit\nmax_secs = 3600\n"
+         "[hook.history]\nplugin = history_saver\nevery_n_steps = 3\ntensors = loss, weights\n"
+         "[hook.rate]\nplugin = step_counter\nevery_n_steps = 10\nsummaries = true\n"
+         "[hook.summaries]\nplugin = summary_saver\nsave_steps = 5\ntensors = loss, bias\n"
+         "[hook.recorder]\nplugin = scripted\ntrace = " +
+         (dir / "recorder.txt").string() + "\nkill_at_step = " + std::to_string(kill_at) +
+         "\nkill_in = " + kill_in + "\nkill_marker = " + (dir / "killed").string() +
+         "\n[hook.checkpoints]\nplugin = checkpoint_saver\nsave_steps = 7\n";
+}
+
+struct Outcome {
+  std::string summary_line;  // "job stopped (...)"
+  int64_t final_step = -1;
+  std::map<std::string, std::string> states;  // hook -> state bytes (time_limit's left out)
+  std::vector<std::string> history;           // rows without the wall-time column
+  std::map<std::pair<std::string, int64_t>, float> scalars;  // (tag, step) -> value
+  std::set<int64_t> rate_steps;        // steps of global_step/sec (values are timings)
+  std::vector<std::string> conflicts;  // one (tag, step) written with two values
+};
+
+Outcome outcome_of(const fs::path& dir, const ProcessResult& last) {
+  Outcome o;
+  std::smatch m;
+  if (std::regex_search(last.out, m, std::regex(R"(hookhost: (job \w+ \([^\n]*\)))")))
+    o.summary_line = m[1];
+  if (std::regex_search(last.out, m, std::regex(R"(-> (\d+)\))"))) o.final_step = std::stoll(m[1]);
+  const fs::path run = dir / "run";
+  const auto newest = restore_latest_checkpoint(run / "checkpoints");
+  if (newest && !newest->file.empty())
+    for (const auto& [name, state] : newest->checkpoint.hook_states)
+      if (name != "limit") o.states[name] = state.plugin_id + ":" + state.bytes;
+  const auto lines = lines_of(read_file(run / "history.csv"));
+  for (const auto& line : lines) {
+    // step,wall_time,...: the wall time is the only column allowed to differ.
+    const auto first = line.find(','), second = line.find(',', first + 1);
+    o.history.push_back(line.substr(0, first) + line.substr(second));
+  }
+  for (const auto& file : event_files(run))
+    for (const Event& event : read_events(file))
+      for (const auto& [tag, value] : event.scalars) {
+        if (tag == "global_step/sec") {
+          o.rate_steps.insert(event.step);
+          continue;
+        }
+        auto [it, fresh] = o.scalars.emplace(std::make_pair(tag, event.step), value);
+        if (!fresh && it->second != value)
+          o.conflicts.push_back(tag + "@" + std::to_string(event.step));
+      }
+  return o;
+}
+
+ProcessResult run_job(const fs::path& dir, int64_t kill_at, const std::string& kill_in) {
+  write_file(dir / "job.ini", job_config(dir, kill_at, kill_in));
+  const fs::path fixtures = dir / "fixtures";
+  if (!fs::exists(fixtures / "scripted.so")) {
+    fs::create_directories(fixtures);
+    copy_plugin(fixture_plugin("scripted"), fixtures);
+  }
+  return run_hookhost({"run", "--config", (dir / "job.ini").string(), "--plugin-dir",
+                       fixtures.string(), "--log-level", "warn"},
+                      dir);
+}
+
+TEST(KillResume, TwentyKillsEachResumeToTheUninterruptedResult) {
+  TempDir root;
+  const fs::path ref_dir = root / "reference";
+  fs::create_directories(ref_dir);
+  const ProcessResult ref_run = run_job(ref_dir, -1, "after_run");
+  ASSERT_EQ(ref_run.exit_code, 0) << ref_run.err;
+  const Outcome reference = outcome_of(ref_dir, ref_run);
+  ASSERT_GT(reference.final_step, 60) << reference.summary_line;
+  ASSERT_EQ(reference.states.count("recorder"), 1u);
+  EXPECT_EQ(reference.states.at("recorder"),
+            "scripted:after_runs=" + std::to_string(reference.final_step));
+  ASSERT_GT(reference.history.size(), 5u);
+  ASSERT_FALSE(reference.scalars.empty());
+  ASSERT_FALSE(reference.rate_steps.empty());
+  EXPECT_TRUE(reference.conflicts.empty());
+
+  // Before, at and after checkpoint steps (every 7), in before_run and in after_run.
+  const std::vector<std::pair<int64_t, const char*>> kills = {
+      {1, "after_run"},   {2, "before_run"},
+      {6, "after_run"},   {7, "before_run"},
+      {7, "after_run"},   {8, "before_run"},
+      {10, "after_run"},  {13, "before_run"},
+      {14, "after_run"},  {15, "after_run"},
+      {20, "before_run"}, {21, "after_run"},
+      {22, "before_run"}, {29, "after_run"},
+      {35, "after_run"},  {36, "before_run"},
+      {41, "after_run"},  {49, "before_run"},
+      {50, "after_run"},  {reference.final_step - 1, "after_run"}};
+  ASSERT_EQ(kills.size(), 20u);
+  for (const auto& [step, callback] : kills) {
+    SCOPED_TRACE("killed at global step " + std::to_string(step) + " in " + callback);
+    const fs::path dir = root / ("kill-" + std::to_string(step) + "-" + callback);
+    fs::create_directories(dir);
+    const ProcessResult killed = run_job(dir, step, callback);
+    ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.err;
+    ASSERT_TRUE(fs::exists(dir / "killed"));
+    const ProcessResult resumed = run_job(dir, step, callback);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const Outcome got = outcome_of(dir, resumed);
+    EXPECT_EQ(got.summary_line, reference.summary_line);
+    EXPECT_EQ(got.final_step, reference.final_step);
+    EXPECT_EQ(got.states, reference.states);
+    EXPECT_EQ(got.history, reference.history);
+    EXPECT_EQ(got.scalars, reference.scalars);
+    EXPECT_EQ(got.rate_steps, reference.rate_steps);
+    EXPECT_TRUE(got.conflicts.empty()) << ::testing::PrintToString(got.conflicts);
+  }
+}
+
+}  // namespace
+}  // namespace hookhost::testing
