@@ -493,5 +493,68 @@ TEST_F(CliTest, ASecondSignalExitsAtOnceNamingTheHookCallThatWasRunning) {
                                "143"));
 }
 
+TEST_F(CliTest, FreshPutsThePreviousRunBackWhenAHookRefusesToBeCreated) {
+  const fs::path plugins = dir_ / "fixtures";
+  fs::create_directories(plugins);
+  copy_plugin(fixture_plugin("scripted"), plugins);
+  fs::path file = config(kTrainingJob);
+  ASSERT_EQ(run({"run", "--config", file.string()}).exit_code, 0);
+  const std::string history = read_file(run_dir() / "history.csv");
+  ProcessResult r =
+      run({"run", "--config", file.string(), "--fresh", "--plugin-dir", plugins.string(), "--set",
+           "hook.broken.plugin=scripted", "--set", "hook.broken.trace=" + (dir_ / "t.txt").string(),
+           "--set", "hook.broken.create_fail=true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("create refused as configured"),
+                           HasSubstr("--fresh: the job did not start; the previous run is back")));
+  for (const auto& e : fs::directory_iterator(dir_.path()))
+    EXPECT_NE(e.path().filename().string().rfind("run.old-", 0), 0u) << e.path();
+  EXPECT_EQ(read_file(run_dir() / "history.csv"), history);
+  EXPECT_TRUE(fs::exists(run_dir() / "checkpoints" / "model.ckpt-20"));
+}
+
+TEST_F(CliTest, ASecondJobOnTheSameRunDirectoryIsRefusedNamingTheFirst) {
+  fs::path file = config(std::string(kEndlessJob) +
+                         "\n[hook.wait]\nplugin = global_step_waiter\nwait_until_step = 1000000\n"
+                         "poll_secs = 0.02\n");
+  Process first({"run", "--config", file.string()}, dir_.path());
+  ASSERT_TRUE(wait_until([&] {
+    return read_file(dir_ / ".stderr").find("Waiting for global step") != std::string::npos;
+  }));
+  const fs::path other = dir_ / "other";
+  fs::create_directories(other);
+  ProcessResult second = run_hookhost({"run", "--config", file.string()}, other);
+  EXPECT_EQ(second.exit_code, 2);
+  EXPECT_THAT(second.err, AllOf(HasSubstr("the run directory " + run_dir().string() +
+                                          " is in use by another hookhost job (pid " +
+                                          std::to_string(first.pid()) + ")"),
+                                HasSubstr("Nothing was run")));
+  first.signal(SIGTERM);
+  EXPECT_EQ(first.wait().exit_code, 128 + SIGTERM);
+  // Once the first job is gone, the directory is free again (the lock died with the process).
+  ProcessResult third = run_hookhost({"run", "--config", file.string(), "--set",
+                                      "hook.wait.enabled=false", "--set", "workload.epochs=1"},
+                                     other);
+  EXPECT_EQ(third.exit_code, 0) << third.err;
+}
+
+TEST_F(CliTest, AnEndFailureUnderFailMakesTheJobFailAfterEveryEnd) {
+  const fs::path plugins = dir_ / "fixtures";
+  fs::create_directories(plugins);
+  copy_plugin(fixture_plugin("scripted"), plugins);
+  fs::path file = config(std::string(kTrainingJob) +
+                         "\n[hook.strict]\nplugin = scripted\norder = -5\non_error = fail\n"
+                         "fail_in = end\ntrace = " +
+                         (dir_ / "strict.txt").string() + "\n");
+  ProcessResult r = run({"run", "--config", file.string(), "--plugin-dir", plugins.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err,
+              AllOf(HasSubstr("hook 'strict' (plugin 'scripted'"), HasSubstr("failed in end"),
+                    HasSubstr("on_error=fail: the job fails once every hook had its end")));
+  EXPECT_THAT(r.out, HasSubstr("job failed"));
+  // The hooks after it in the order still got their end().
+  EXPECT_EQ(trace_calls(read_file(run_dir() / "trace.jsonl"), "end"), 1);
+}
+
 }  // namespace
 }  // namespace hookhost::testing

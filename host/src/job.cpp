@@ -19,6 +19,7 @@
 #include "hookhost/host/checkpoint.hpp"
 #include "hookhost/host/display_text.hpp"
 #include "hookhost/host/loader.hpp"
+#include "hookhost/host/run_dir_lock.hpp"
 #include "hookhost/host/signal_bridge.hpp"
 #include "hookhost/host/workloads/linreg.hpp"
 
@@ -66,6 +67,7 @@ struct Job::Parts {
   fs::path run_dir;
   fs::path checkpoint_dir;
   std::string checkpoint_basename;
+  std::unique_ptr<RunDirLock> lock;  // held from before the first file is touched to the end
   std::unique_ptr<Session> session;
   std::unique_ptr<Runtime> runtime;
 };
@@ -168,9 +170,13 @@ ResolvedParams resolve_checked(const PluginMetadata& schema, const std::string& 
   }
 }
 
-void move_aside(const fs::path& run_dir, spdlog::logger& log) {
+// Renames a used run directory to <run_dir>.old-<time>; nullopt when there was nothing to move.
+std::optional<fs::path> move_aside(const fs::path& run_dir, spdlog::logger& log) {
   std::error_code ec;
-  if (!fs::exists(run_dir, ec) || fs::is_empty(run_dir, ec)) return;
+  bool used = false;
+  for (const auto& entry : fs::directory_iterator(run_dir, ec))
+    if (entry.path().filename() != ".hookhost.lock") used = true;
+  if (!used) return std::nullopt;
   char stamp[32];
   std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
@@ -185,9 +191,24 @@ void move_aside(const fs::path& run_dir, spdlog::logger& log) {
     throw ConfigError("--fresh: cannot move the previous run " + run_dir.string() + " aside to " +
                       target.string() + ": " + ec.message());
   log.info("--fresh: moved the previous run to {}", target.string());
+  return target;
 }
 
 }  // namespace
+
+// Undoes --fresh after a hook's create() failed: the job never ran, the previous run stays.
+void Job::put_back(Parts& p, const fs::path& aside, spdlog::logger& log) {
+  p.runtime.reset();  // destroys the hooks created so far, closing their files
+  p.lock.reset();
+  std::error_code ec;
+  fs::remove_all(p.run_dir, ec);
+  fs::rename(aside, p.run_dir, ec);
+  if (ec)
+    log.error("--fresh: could not put the previous run back from {}: {}", aside.string(),
+              ec.message());
+  else
+    log.info("--fresh: the job did not start; the previous run is back in {}", p.run_dir.string());
+}
 
 Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   Parts& p = *parts_;
@@ -269,13 +290,27 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
 
   // The run directory, and the checkpoint folder the checkpoint saver writes to.
   p.run_dir = cfg.run_dir;
-  if (p.options.fresh) move_aside(p.run_dir, log);
   std::error_code ec;
   fs::create_directories(p.run_dir, ec);
   if (ec)
     throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
                       " cannot be created: " + ec.message());
   p.run_dir = fs::canonical(p.run_dir);
+  // Nobody else may use the run directory, --fresh or not, before anything in it is touched.
+  p.lock = std::make_unique<RunDirLock>(p.run_dir);
+  // --fresh: everything but the hooks' create() is validated by now; if a create() fails below,
+  // the previous run is put back as it was.
+  std::optional<fs::path> moved_aside;
+  if (p.options.fresh) {
+    moved_aside = move_aside(p.run_dir, log);
+    if (moved_aside) {
+      fs::create_directories(p.run_dir, ec);
+      if (ec)
+        throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
+                          " cannot be created: " + ec.message());
+      p.lock = std::make_unique<RunDirLock>(p.run_dir);
+    }
+  }
   // The checkpoint folder is the job's, never one plugin's: hooks only ask for checkpoints.
   p.checkpoint_dir =
       cfg.checkpoint_dir.is_relative() ? p.run_dir / cfg.checkpoint_dir : cfg.checkpoint_dir;
@@ -350,6 +385,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     try {
       p.runtime->add_hook(item.plugin, settings, item.params);
     } catch (const ConfigError& e) {
+      if (moved_aside) put_back(p, *moved_aside, log);
       // The plugin's message often names the parameter it refused: point at that key's line.
       const std::string key = e.key().empty() ? key_named_in(e.what(), item.hook->params) : e.key();
       throw ConfigError(cfg.where(*item.hook, key) + display_text(e.what(), 1024), key);
@@ -389,8 +425,14 @@ JobResult Job::run(const std::atomic<int>& signal_number) {
     stop_for_signal(sig);  // a signal that came before the job could be told
     return true;
   };
-  if (p.runtime->start())
-    while (!p.runtime->should_stop() && !stop_on_signal()) p.runtime->run();
+  try {
+    if (p.runtime->start())
+      while (!p.runtime->should_stop() && !stop_on_signal()) p.runtime->run();
+  } catch (const std::exception& e) {
+    // Nothing may skip the ending: hooks still get end(), outputs are flushed, the summary prints.
+    p.log->error("internal error: {}", e.what());
+    p.runtime->fail_job(std::string("internal error: ") + e.what());
+  }
   JobResult result = p.runtime->close();
   wall_time_ = std::chrono::steady_clock::now() - t0;
   return result;

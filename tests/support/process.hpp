@@ -62,6 +62,7 @@ class Process {
   }
 
   void signal(int sig) { ::kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
 
   // Waits for the exit (killing the process after `limit`, which fails the caller's test).
   ProcessResult wait(std::chrono::seconds limit = std::chrono::seconds(120)) {

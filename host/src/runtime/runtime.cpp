@@ -700,6 +700,10 @@ bool Runtime::should_stop() const {
   return impl_->should_stop();
 }
 
+void Runtime::fail_job(const std::string& reason) {
+  impl_->fail_job(reason);
+}
+
 void Runtime::request_stop(hh_stop_cause cause, const std::string& reason) {
   impl_->request_stop(cause, reason);
 }

@@ -60,6 +60,7 @@ class Job {
 
  private:
   struct Parts;
+  static void put_back(Parts& p, const std::filesystem::path& aside, spdlog::logger& log);
   std::unique_ptr<Parts> parts_;
   std::chrono::duration<double> wall_time_{0};
   int64_t first_step_ = 0;

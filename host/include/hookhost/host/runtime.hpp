@@ -132,6 +132,9 @@ class Runtime {
   // [thread-safe]: for a watchdog or a signal handler thread naming what the job is stuck in.
   std::string running_call() const;
 
+  // Marks the job failed (the embedding program's own error); close() still delivers end().
+  void fail_job(const std::string& reason);
+
   // Asks the job to stop after the current step. [thread-safe]
   void request_stop(hh_stop_cause cause, const std::string& reason);
 
