@@ -3,6 +3,8 @@
 // §4), and event files read back with an independent record reader.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -249,16 +251,17 @@ TEST(EventFileWriter, AppendsAcrossSeveralFlushes) {
 
 TEST(EventWriterFor, SharesOneWriterAndOneFilePerFolder) {
   TempDir dir;
-  EventFileWriter& first = event_writer_for(dir / "shared");
-  EventFileWriter& again = event_writer_for(dir / "shared");
-  EventFileWriter& dotted = event_writer_for(dir / "shared/.");
-  EventFileWriter& other = event_writer_for(dir / "other");
+  EventWriters writers;
+  EventFileWriter& first = writers.for_folder(dir / "shared");
+  EventFileWriter& again = writers.for_folder(dir / "shared");
+  EventFileWriter& dotted = writers.for_folder(dir / "shared/.");
+  EventFileWriter& other = writers.for_folder(dir / "other");
   EXPECT_EQ(&first, &again);
   EXPECT_EQ(&first, &dotted);
   EXPECT_NE(&first, &other);
   first.add_scalar(1, "loss", 1.0f);
   again.add_scalar(1, "global_step/sec", 50.0f);
-  flush_event_writers();
+  writers.flush_all();
   const std::vector<fs::path> files = event_files(dir / "shared");
   ASSERT_THAT(files, SizeIs(1));
   const std::vector<Event> events = read_events(files[0]);
@@ -271,14 +274,86 @@ TEST(EventWriterFor, SharesOneWriterAndOneFilePerFolder) {
 // exists: the writer's key must not depend on that, or "x/" asked twice gives two writers.
 TEST(EventWriterFor, TrailingSeparatorOnANewFolderStillSharesTheWriter) {
   TempDir dir;
+  EventWriters writers;
   const fs::path folder = dir.path().string() + "/fresh/";
-  EventFileWriter& first = event_writer_for(folder);
-  EventFileWriter& second = event_writer_for(folder);
+  EventFileWriter& first = writers.for_folder(folder);
+  EventFileWriter& second = writers.for_folder(folder);
   EXPECT_EQ(&first, &second);
-  flush_event_writers();
+  writers.flush_all();
   const std::vector<fs::path> files = event_files(dir / "fresh");
   ASSERT_THAT(files, SizeIs(1));
   EXPECT_THAT(read_records(read_file(files[0])), SizeIs(1));
+}
+
+TEST(EventWriterFor, TwoJobsInOneProcessHaveTheirOwnWriters) {
+  TempDir dir;
+  auto first = std::make_unique<EventWriters>();
+  EventWriters second;
+  EventFileWriter& a = first->for_folder(dir / "tb");
+  EventFileWriter& b = second.for_folder(dir / "tb");
+  EXPECT_NE(&a, &b);
+  b.add_scalar(1, "loss", 2.0f);
+  first.reset();  // the first job ends: the second's writer is untouched
+  second.flush_all();
+  EXPECT_EQ(scalars(read_events(b.file()), "loss"),
+            (std::vector<std::pair<int64_t, float>>{{1, 2.0f}}));
+}
+
+// ---- torn records ----------------------------------------------------------------------------
+
+TEST(EventFileRepair, ATornTailIsCutBackToTheLastWholeRecord) {
+  TempDir dir;
+  fs::path file;
+  {
+    EventFileWriter writer(dir.path());
+    writer.add_scalar(1, "loss", 1.0f);
+    writer.add_scalar(2, "loss", 0.5f);
+    writer.flush();
+    file = writer.file();
+  }
+  const std::string whole = read_file(file);
+  const std::string torn_record = frame_record(encode_scalar_event(0, 3, "loss", 0.25f));
+  for (size_t cut : {size_t{1}, size_t{11}, size_t{12}, torn_record.size() - 1}) {
+    write_file(file, whole + torn_record.substr(0, cut));
+    EXPECT_EQ(truncate_to_last_whole_record(file), cut);
+    EXPECT_EQ(read_file(file), whole);
+  }
+  // A flipped byte in the last record's data: the record is not whole either.
+  std::string spoiled = whole + torn_record;
+  spoiled[whole.size() + 14] ^= 0x40;
+  write_file(file, spoiled);
+  EXPECT_EQ(truncate_to_last_whole_record(file), torn_record.size());
+  EXPECT_EQ(truncate_to_last_whole_record(file), 0u);  // nothing left to repair
+  EXPECT_THAT(read_records(read_file(file)), SizeIs(3));
+}
+
+// Runs in a child with a small file-size limit: the write stops part-way through a record (EFBIG).
+[[noreturn]] void write_past_a_file_size_limit(const fs::path& dir) {
+  ::signal(SIGXFSZ, SIG_IGN);
+  EventFileWriter writer(dir);
+  const auto start = fs::file_size(writer.file());
+  rlimit limit{static_cast<rlim_t>(start + 100), static_cast<rlim_t>(start + 100)};
+  ::setrlimit(RLIMIT_FSIZE, &limit);
+  for (int step = 0; step < 20; ++step) writer.add_scalar(step, "loss", 1.0f);
+  bool failed = false;
+  try {
+    writer.flush();
+  } catch (const std::exception& e) {
+    failed =
+        std::string(e.what()).find("rolled back to the last whole record") != std::string::npos;
+  }
+  // The file holds whole records only, so a later small write is readable after them.
+  const auto records = read_records(read_file(writer.file()));
+  writer.add_scalar(99, "loss", 9.0f);
+  writer.flush();
+  const auto after = read_events(writer.file());
+  const bool readable = after.size() == records.size() + 1 && after.back().step == 99;
+  std::_Exit(failed && fs::file_size(writer.file()) <= start + 100 && readable ? 0 : 1);
+}
+
+TEST(EventFileRepair, AWriteThatFailsPartWayIsRolledBackAndLaterRecordsStayReadable) {
+  TempDir dir;
+  EXPECT_EXIT(write_past_a_file_size_limit(dir.path()), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

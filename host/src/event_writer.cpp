@@ -105,10 +105,13 @@ EventFileWriter::EventFileWriter(const fs::path& dir) {
   char stamp[32];
   std::snprintf(stamp, sizeof stamp, "%010lld", static_cast<long long>(std::floor(created)));
   file_ = dir / ("events.out.tfevents." + std::string(stamp) + "." + hostname());
+  if (fs::exists(file_, ec)) truncate_to_last_whole_record(file_);
   fd_ = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw std::runtime_error("cannot create event file " + file_.string() + ": " +
                              std::strerror(errno));
+  const off_t size = ::lseek(fd_, 0, SEEK_END);
+  good_size_ = size > 0 ? static_cast<uint64_t>(size) : 0;
   write_record(encode_file_version_event(std::floor(created)));
   flush_locked();  // TensorFlow flushes the version record at once, so readers see a valid file
 }
@@ -151,40 +154,86 @@ void EventFileWriter::flush_locked() {
   while (done < pending.size()) {
     ssize_t n = ::write(fd_, pending.data() + done, pending.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
+    if (n < 0) {
+      const int error = errno;
+      // Roll back to the last whole record: a torn one would hide every record after it.
+      const bool rolled_back = ::ftruncate(fd_, static_cast<off_t>(good_size_)) == 0;
       throw std::runtime_error("cannot write event file " + file_.string() + ": " +
-                               std::strerror(errno));
+                               std::strerror(error) + " (" + std::to_string(done) + " of " +
+                               std::to_string(pending.size()) + " bytes written" +
+                               (rolled_back ? ", rolled back to the last whole record; those "
+                                              "events are lost)"
+                                            : "; the file could not be rolled back)"));
+    }
     done += static_cast<size_t>(n);
   }
+  good_size_ += pending.size();
 }
 
-namespace {
-std::mutex& writers_mutex() {
-  static std::mutex m;
-  return m;
+uint64_t truncate_to_last_whole_record(const fs::path& file) {
+  int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  uint64_t good = 0;
+  // Walk the framing: 8-byte length, 4-byte CRC of it, data, 4-byte CRC of the data.
+  while (true) {
+    unsigned char header[12];
+    if (::pread(fd, header, 12, static_cast<off_t>(good)) != 12) break;
+    uint64_t length = 0;
+    for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(header[i]) << (8 * i);
+    uint32_t length_crc = 0;
+    for (int i = 0; i < 4; ++i) length_crc |= static_cast<uint32_t>(header[8 + i]) << (8 * i);
+    if (masked_crc32c(std::string_view(reinterpret_cast<const char*>(header), 8)) != length_crc)
+      break;
+    if (length > static_cast<uint64_t>(end) - good - 12 ||
+        static_cast<uint64_t>(end) - good - 12 - length < 4)
+      break;
+    std::string data(length + 4, '\0');
+    if (::pread(fd, data.data(), data.size(), static_cast<off_t>(good + 12)) !=
+        static_cast<ssize_t>(data.size()))
+      break;
+    uint32_t data_crc = 0;
+    for (int i = 0; i < 4; ++i)
+      data_crc |= static_cast<uint32_t>(static_cast<unsigned char>(data[length + i])) << (8 * i);
+    if (masked_crc32c(std::string_view(data.data(), length)) != data_crc) break;
+    good += 12 + length + 4;
+  }
+  const uint64_t removed = static_cast<uint64_t>(end) - good;
+  if (removed > 0 && ::ftruncate(fd, static_cast<off_t>(good)) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot cut the torn end off " + file.string() + ": " +
+                             std::strerror(error));
+  }
+  ::close(fd);
+  return removed;
 }
-std::map<fs::path, std::unique_ptr<EventFileWriter>>& writers() {
-  static std::map<fs::path, std::unique_ptr<EventFileWriter>> w;
-  return w;
-}
-}  // namespace
 
-EventFileWriter& event_writer_for(const fs::path& dir) {
+EventFileWriter& EventWriters::for_folder(const fs::path& dir) {
   // The folder must exist before it is canonicalised, or "tb/" and "tb" would be two keys.
   std::error_code ec;
   fs::create_directories(dir, ec);
   fs::path key = fs::weakly_canonical(dir, ec);
   if (ec) key = dir;
   if (!key.has_filename()) key = key.parent_path();
-  std::lock_guard lock(writers_mutex());
-  auto& w = writers()[key];
+  std::lock_guard lock(mutex_);
+  auto& w = writers_[key];
   if (!w) w = std::make_unique<EventFileWriter>(dir);
   return *w;
 }
 
-void flush_event_writers() {
-  std::lock_guard lock(writers_mutex());
-  for (auto& [_, w] : writers()) w->flush();
+void EventWriters::flush_all() {
+  std::lock_guard lock(mutex_);
+  std::string errors;
+  for (auto& [_, w] : writers_) {
+    try {
+      w->flush();
+    } catch (const std::exception& e) {
+      errors += (errors.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  if (!errors.empty()) throw std::runtime_error(errors);
 }
 
 }  // namespace hookhost

@@ -128,14 +128,15 @@ hh_status svc_add_scalar(const hh_host* h, const char* dir, const char* tag, dou
   constexpr const char* kWhat = "hh.summary/1 add_scalar";
   fs::path folder;
   hh_status status = HH_OK;
-  if (!summary_services(h, kWhat, dir, &folder, err, &status)) return status;
+  HostServices* s = summary_services(h, kWhat, dir, &folder, err, &status);
+  if (!s) return status;
   if (!tag || !*tag) return report(err, HH_ERROR, std::string(kWhat) + ": tag is NULL or empty");
   if (::strnlen(tag, HH_MAX_TAG_LENGTH + 1) > HH_MAX_TAG_LENGTH)
     return report(err, HH_ERROR,
                   std::string(kWhat) + ": tag is longer than " + std::to_string(HH_MAX_TAG_LENGTH) +
                       " bytes");
   try {
-    event_writer_for(folder).add_scalar(step, tag, static_cast<float>(value));
+    s->owner->event_writers.for_folder(folder).add_scalar(step, tag, static_cast<float>(value));
     return HH_OK;
   } catch (const std::exception& e) {
     return report(err, HH_ERROR, e.what());
@@ -147,7 +148,8 @@ hh_status svc_add_session_log(const hh_host* h, const char* dir, int32_t log_sta
   constexpr const char* kWhat = "hh.summary/1 add_session_log";
   fs::path folder;
   hh_status status = HH_OK;
-  if (!summary_services(h, kWhat, dir, &folder, err, &status)) return status;
+  HostServices* s = summary_services(h, kWhat, dir, &folder, err, &status);
+  if (!s) return status;
   if (log_status < HH_SESSION_LOG_START || log_status > HH_SESSION_LOG_CHECKPOINT)
     return report(err, HH_ERROR,
                   std::string(kWhat) + ": status " + std::to_string(log_status) +
@@ -157,8 +159,8 @@ hh_status svc_add_session_log(const hh_host* h, const char* dir, int32_t log_sta
                   std::string(kWhat) + ": checkpoint_path is longer than " +
                       std::to_string(HH_MAX_PATH_LENGTH) + " bytes");
   try {
-    event_writer_for(folder).add_session_log(step, log_status,
-                                             checkpoint_path ? checkpoint_path : "");
+    s->owner->event_writers.for_folder(folder).add_session_log(
+        step, log_status, checkpoint_path ? checkpoint_path : "");
     return HH_OK;
   } catch (const std::exception& e) {
     return report(err, HH_ERROR, e.what());
@@ -168,9 +170,10 @@ hh_status svc_add_session_log(const hh_host* h, const char* dir, int32_t log_sta
 hh_status svc_summary_flush(const hh_host* h, const char* dir, hh_error* err) {
   fs::path folder;
   hh_status status = HH_OK;
-  if (!summary_services(h, "hh.summary/1 flush", dir, &folder, err, &status)) return status;
+  HostServices* s = summary_services(h, "hh.summary/1 flush", dir, &folder, err, &status);
+  if (!s) return status;
   try {
-    event_writer_for(folder).flush();
+    s->owner->event_writers.for_folder(folder).flush();
     return HH_OK;
   } catch (const std::exception& e) {
     return report(err, HH_ERROR, e.what());

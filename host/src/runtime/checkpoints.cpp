@@ -41,7 +41,7 @@ void Runtime::Impl::write_requested_checkpoint() {
   try {
     // Events written before the checkpoint must survive a crash after it: a resume never replays
     // the steps that wrote them.
-    flush_event_writers();
+    event_writers.flush_all();
   } catch (const std::exception& e) {
     log->error("{}", e.what());
   }

@@ -716,7 +716,8 @@ JobResult Runtime::close() {
   m.write_requested_checkpoint();  // a final save asked for in end(), unless the job failed
   m.closed = true;
   try {
-    flush_event_writers();  // whatever hooks wrote reaches the disk even if they never flushed
+    m.event_writers
+        .flush_all();  // whatever hooks wrote reaches the disk even if they never flushed
   } catch (const std::exception& e) {
     m.log->error("{}", e.what());
   }

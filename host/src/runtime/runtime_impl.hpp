@@ -14,6 +14,7 @@
 
 #include <hookhost/ext/device_values.h>
 
+#include "hookhost/host/event_writer.hpp"
 #include "hookhost/host/runtime.hpp"
 
 namespace hookhost {
@@ -122,6 +123,9 @@ struct Runtime::Impl {
   std::optional<WrittenCheckpoint> newest_checkpoint;
   // States restored from a checkpoint, given to each instance as it is created.
   std::map<std::string, SavedHookState> restored_states;
+
+  // This job's TensorBoard writers, one per folder (hh.summary/1).
+  EventWriters event_writers;
 
   // The hook call running now, for a second signal's last words (read from another thread).
   std::atomic<const Slot*> running_slot{nullptr};

@@ -60,7 +60,7 @@ hh_status add_feed(hh_run_request* request, const hh_tensor* value) {
   }
   if (std::string error = check_view(*value); !error.empty()) {
     const std::string which =
-        check_name(value->name).empty() && value->struct_size >= HH_TENSOR_SIZE_1_0
+        value->struct_size >= HH_TENSOR_SIZE_1_0 && check_name(value->name).empty()
             ? "'" + bounded_text(value->name, 200) + "'"
             : "a tensor";
     slot.request_error = "before_run gave an invalid feed of " + which + ": " + error;
