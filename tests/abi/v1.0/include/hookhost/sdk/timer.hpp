@@ -25,17 +25,27 @@ class StepTimer {
     return std::chrono::duration<double>(clock::now() - last_time_).count() >= every_secs_;
   }
 
-  // Records a trigger at `step`; returns (seconds, steps) since the previous one, or nullopt on
-  // the first trigger.
+  // Records a trigger at `step`; returns (seconds, steps) since the previous one (or since the
+  // restore), or nullopt on the first trigger.
   std::optional<std::pair<double, int64_t>> update(int64_t step) {
     const auto now = clock::now();
     std::optional<std::pair<double, int64_t>> elapsed;
     if (last_step_)
       elapsed = std::make_pair(std::chrono::duration<double>(now - last_time_).count(),
-                               step - *last_step_);
+                               step - base_step_);
     last_step_ = step;
+    base_step_ = step;
     last_time_ = now;
     return elapsed;
+  }
+
+  // Continues a schedule saved before a restart: the last trigger was at `last_triggered`, and
+  // the job now stands at `current_step` (time is measured from now, steps from current_step), so
+  // a resumed job triggers at the same steps as an uninterrupted one.
+  void restore(int64_t last_triggered, int64_t current_step) {
+    last_step_ = last_triggered;
+    base_step_ = current_step;
+    last_time_ = clock::now();
   }
 
   std::optional<int64_t> last_triggered_step() const { return last_step_; }
@@ -48,6 +58,7 @@ class StepTimer {
   double every_secs_;
   bool never_;
   std::optional<int64_t> last_step_;
+  int64_t base_step_ = 0;  // where the elapsed steps of the next trigger count from
   clock::time_point last_time_{};
 };
 
