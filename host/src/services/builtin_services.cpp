@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "hookhost/host/event_writer.hpp"
-#include "runtime_impl.hpp"
+#include "../runtime/runtime_impl.hpp"
 
 namespace hookhost {
 namespace {

@@ -21,7 +21,7 @@
 #include "hookhost/host/loader.hpp"
 #include "hookhost/host/run_dir_lock.hpp"
 #include "hookhost/host/signal_bridge.hpp"
-#include "hookhost/host/workloads/linreg.hpp"
+#include "hookhost/host/workloads/registry.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -219,15 +219,19 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   const std::string config_name = cfg.file ? cfg.file->string() : "(no config file)";
 
   // Workload first: it needs no plugin, and its mistakes are the cheapest to report.
-  if (cfg.workload != "linreg")
-    throw ConfigError(cfg.where_workload("name") + "unknown workload '" + cfg.workload +
-                          "' (this hookhost has: linreg)",
+  const WorkloadKind* workload = find_workload(cfg.workload);
+  if (!workload) {
+    std::string names;
+    for (const auto& kind : builtin_workloads()) names += (names.empty() ? "" : ", ") + kind.name;
+    throw ConfigError(cfg.where_workload("name") + "unknown workload '" +
+                          display_text(cfg.workload) + "' (this hookhost has: " + names + ")",
                       "name");
+  }
   const auto workload_where = [&](const std::string& key) { return cfg.where_workload(key); };
   ResolvedParams workload_params =
-      resolve_checked(linreg_schema(), "workload", cfg.workload_params, workload_where);
+      resolve_checked(workload->schema(), "workload", cfg.workload_params, workload_where);
   try {
-    p.session = make_linreg_session(workload_params);
+    p.session = workload->make(workload_params);
   } catch (const ConfigError& e) {
     rethrow_at(e, cfg.where_workload(e.key()));
   }

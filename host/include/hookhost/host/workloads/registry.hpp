@@ -1,0 +1,27 @@
+// The workloads this hookhost can run by name ([workload] name), each with its parameter schema
+// and a factory, so the job composes any of them without knowing one.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../params.hpp"
+#include "../plugin_metadata.hpp"
+#include "../session.hpp"
+
+namespace hookhost {
+
+struct WorkloadKind {
+  std::string name;
+  const PluginMetadata& (*schema)();
+  std::unique_ptr<Session> (*make)(const ResolvedParams& params);
+};
+
+// Every built-in workload, in the order `--help` lists them.
+const std::vector<WorkloadKind>& builtin_workloads();
+// The workload called `name`, or nullptr.
+const WorkloadKind* find_workload(const std::string& name);
+
+}  // namespace hookhost
