@@ -534,3 +534,50 @@ TEST_F(RuntimeTest, HookStateIsStoredAndRestoredByInstanceName) {
 
 }  // namespace
 }  // namespace hookhost::testing
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// A workload that calls back into the runtime driving it.
+class ReentrantSession : public ScriptedSession {
+ public:
+  Runtime* runtime = nullptr;
+  StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override {
+    if (runtime && step == 2) runtime->run();  // a step inside a step
+    return ScriptedSession::run(fetches, feeds);
+  }
+};
+
+TEST(RuntimeReentry, AStepStartedFromInsideAStepIsRefusedAndFailsTheJob) {
+  ReentrantSession session;
+  session.end_at = 5;
+  RuntimeOptions options;
+  options.logger = std::make_shared<spdlog::logger>("reentry");
+  Runtime rt(session, options);
+  session.runtime = &rt;
+  const JobResult result = rt.run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::failed);
+  EXPECT_THAT(result.reason, AllOf(HasSubstr("run() called from inside the runtime"),
+                                   HasSubstr("the runtime is not re-entrant")));
+  EXPECT_EQ(result.global_step, 2);
+}
+
+TEST(RuntimeReentry, ARecoveryCallbackThatClosesTheRuntimeIsRefused) {
+  ScriptedSession session;
+  session.end_at = 5;
+  session.faults[1] = {StepStatus::aborted};
+  RuntimeOptions options;
+  options.logger = std::make_shared<spdlog::logger>("reentry");
+  options.recovery_backoff = std::chrono::milliseconds(1);
+  options.on_recover = [](Runtime& rt) { rt.close(); };
+  Runtime rt(session, options);
+  const JobResult result = rt.run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::failed);
+  EXPECT_THAT(result.reason, HasSubstr("close() called from inside the runtime"));
+}
+
+}  // namespace
+}  // namespace hookhost::testing

@@ -5,11 +5,13 @@
 #include <hookhost/ext/steps.h>
 #include <hookhost/ext/summary.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
-#include "hookhost/host/event_writer.hpp"
 #include "../runtime/runtime_impl.hpp"
+#include "hookhost/host/event_writer.hpp"
 
 namespace hookhost {
 namespace {
@@ -123,6 +125,15 @@ HostServices* summary_services(const hh_host* h, const char* function, const cha
   return s;
 }
 
+// TensorBoard scalars are floats; a double beyond float's range becomes an infinity (a plain cast
+// of such a value is undefined behaviour).
+float to_float(double value) {
+  if (std::isnan(value)) return std::numeric_limits<float>::quiet_NaN();
+  if (value > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+  if (value < std::numeric_limits<float>::lowest()) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(value);
+}
+
 hh_status svc_add_scalar(const hh_host* h, const char* dir, const char* tag, double value,
                          int64_t step, hh_error* err) {
   constexpr const char* kWhat = "hh.summary/1 add_scalar";
@@ -136,7 +147,7 @@ hh_status svc_add_scalar(const hh_host* h, const char* dir, const char* tag, dou
                   std::string(kWhat) + ": tag is longer than " + std::to_string(HH_MAX_TAG_LENGTH) +
                       " bytes");
   try {
-    s->owner->event_writers.for_folder(folder).add_scalar(step, tag, static_cast<float>(value));
+    s->owner->event_writers.for_folder(folder).add_scalar(step, tag, to_float(value));
     return HH_OK;
   } catch (const std::exception& e) {
     return report(err, HH_ERROR, e.what());
