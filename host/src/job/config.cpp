@@ -265,6 +265,27 @@ fs::path config_path(const Entry& e, const std::optional<fs::path>& file) {
 
 }  // namespace
 
+namespace {
+
+// A non-negative [run] integer in [low, high]; anything else names the range.
+unsigned long long run_integer(const Entry& e, const std::string& at, unsigned long long low,
+                               unsigned long long high, const char* note) {
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(e.value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != e.value.size() || e.value[0] == '-' || value < low || value > high)
+    throw ConfigError(at + "must be an integer between " + std::to_string(low) + " and " +
+                          std::to_string(high) + note + "; got '" + display_text(e.value) + "'",
+                      e.key);
+  return value;
+}
+
+}  // namespace
+
 JobConfig load_job_config(const std::optional<fs::path>& file,
                           const std::vector<std::string>& overrides) {
   JobConfig cfg;
@@ -318,38 +339,15 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
         cfg.on_error = *policy;
       } else if (e.key == "max_state_mb") {
         // One instance's state_put limit; a checkpoint holds every instance's state.
-        std::size_t used = 0;
-        unsigned long long mb = 0;
-        try {
-          mb = std::stoull(e.value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != e.value.size() || mb < 1 || mb > 4096 || e.value[0] == '-')
-          throw ConfigError(at + "must be an integer between 1 and 4096 (MiB); got '" +
-                                display_text(e.value) + "'",
-                            e.key);
-        cfg.max_state_bytes = static_cast<std::size_t>(mb) << 20;
+        cfg.max_state_bytes = static_cast<std::size_t>(run_integer(e, at, 1, 4096, " (MiB)")) << 20;
       } else if (e.key == "checkpoint_dir") {
         // Kept as written: a relative folder belongs to the run directory, wherever that is.
         if (e.value.empty()) throw ConfigError(at + "must name a folder", e.key);
         if (e.value.size() > 4096) throw ConfigError(at + "is longer than 4096 bytes", e.key);
         cfg.checkpoint_dir = e.value;
       } else if (e.key == "keep_checkpoints") {
-        std::size_t used = 0;
-        unsigned long long keep = 0;
-        try {
-          keep = std::stoull(e.value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != e.value.size() || keep > 1000000 || e.value[0] == '-')
-          throw ConfigError(at +
-                                "must be an integer between 0 and 1000000 (0 keeps every "
-                                "checkpoint); got '" +
-                                display_text(e.value) + "'",
-                            e.key);
-        cfg.keep_checkpoints = static_cast<uint32_t>(keep);
+        cfg.keep_checkpoints =
+            static_cast<uint32_t>(run_integer(e, at, 0, 1000000, " (0 keeps every checkpoint)"));
       } else {
         throw ConfigError(at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
                                "on_error, max_state_mb, checkpoint_dir, keep_checkpoints)",
