@@ -120,3 +120,19 @@ TEST(AbiMisuse, RewritingTheHookAfterCreateCannotMakeTheHostCallNull) {
 
 }  // namespace
 }  // namespace hookhost::testing
+
+namespace hookhost::testing {
+namespace {
+
+TEST(AbiMisuse, AnExceptionEscapingDestroyIsLoggedWithTheInstanceName) {
+  PluginHarness h({}, {"throwing_destroy"});
+  h.add("thrower", "throwing_destroy");
+  EXPECT_EQ(h.run().outcome, Outcome::completed);
+  h.finish();  // destroy() runs here
+  EXPECT_THAT(h.log(), ::testing::HasSubstr("hook 'thrower' (plugin 'throwing_destroy', " +
+                                            (h.plugin_dir() / "throwing_destroy.so").string() +
+                                            "): an exception escaped destroy(): boom in destroy"));
+}
+
+}  // namespace
+}  // namespace hookhost::testing
