@@ -7,7 +7,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -65,8 +64,6 @@ struct Job::Parts {
   JobOptions options;
   std::shared_ptr<spdlog::logger> log;
   fs::path run_dir;
-  fs::path checkpoint_dir;
-  std::string checkpoint_basename;
   std::unique_ptr<RunDirLock> lock;  // held from before the first file is touched to the end
   std::unique_ptr<Session> session;
   std::unique_ptr<Runtime> runtime;
@@ -168,6 +165,21 @@ ResolvedParams resolve_checked(const PluginMetadata& schema, const std::string& 
   } catch (const ConfigError& e) {
     rethrow_at(e, where(e.key()));
   }
+}
+
+// Checkpoint files are <basename>-<step>, with TensorFlow's basename.
+constexpr const char* kCheckpointBasename = "model.ckpt";
+
+// Accepts a checkpoint only once its workload state is restored into `session` and puts the
+// session at the checkpoint's step; a later candidate overwrites a refused one's restore.
+CheckpointValidator restoring_into(Session& session) {
+  return [&session](const fs::path& file, const Checkpoint& c) {
+    session.restore_state(c.workload_state);
+    if (session.global_step() != c.global_step)
+      throw std::runtime_error(file.string() + ": its header says global step " +
+                               std::to_string(c.global_step) + " but its workload state is at " +
+                               std::to_string(session.global_step()));
+  };
 }
 
 // Renames a used run directory to <run_dir>.old-<time>; nullopt when there was nothing to move.
@@ -293,12 +305,15 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   }
 
   // The run directory, and the checkpoint folder the checkpoint saver writes to.
+  const auto make_run_dir = [&] {
+    std::error_code ec;
+    fs::create_directories(p.run_dir, ec);
+    if (ec)
+      throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
+                        " cannot be created: " + ec.message());
+  };
   p.run_dir = cfg.run_dir;
-  std::error_code ec;
-  fs::create_directories(p.run_dir, ec);
-  if (ec)
-    throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
-                      " cannot be created: " + ec.message());
+  make_run_dir();
   p.run_dir = fs::canonical(p.run_dir);
   // Nobody else may use the run directory, --fresh or not, before anything in it is touched.
   p.lock = std::make_unique<RunDirLock>(p.run_dir);
@@ -308,42 +323,29 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   if (p.options.fresh) {
     moved_aside = move_aside(p.run_dir, log);
     if (moved_aside) {
-      fs::create_directories(p.run_dir, ec);
-      if (ec)
-        throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
-                          " cannot be created: " + ec.message());
+      make_run_dir();
       p.lock = std::make_unique<RunDirLock>(p.run_dir);
     }
   }
   // The checkpoint folder is the job's, never one plugin's: hooks only ask for checkpoints.
-  p.checkpoint_dir =
+  const fs::path checkpoint_dir =
       cfg.checkpoint_dir.is_relative() ? p.run_dir / cfg.checkpoint_dir : cfg.checkpoint_dir;
-  p.checkpoint_basename = "model.ckpt";
-  for (const std::string& repair : tidy_checkpoint_folder(p.checkpoint_dir, p.checkpoint_basename))
+  for (const std::string& repair : tidy_checkpoint_folder(checkpoint_dir, kCheckpointBasename))
     log.info("checkpoint folder: {}", repair);
 
   // Resume from the newest usable checkpoint, before any hook exists: create() and begin() see
   // the restored state and global step. A checkpoint is usable when it verifies and its name, its
   // header and the workload's restored step agree.
-  Session& session = *p.session;
-  const CheckpointValidator restore_into_session = [&session](const fs::path& file,
-                                                              const Checkpoint& c) {
-    session.restore_state(c.workload_state);
-    if (session.global_step() != c.global_step)
-      throw std::runtime_error(file.string() + ": its header says global step " +
-                               std::to_string(c.global_step) + " but its workload state is at " +
-                               std::to_string(session.global_step()));
-  };
   std::map<std::string, SavedHookState> restored_states;
   if (!p.options.fresh) {
-    if (auto restored = restore_latest_checkpoint(p.checkpoint_dir, p.checkpoint_basename,
-                                                  restore_into_session)) {
+    if (auto restored = restore_latest_checkpoint(checkpoint_dir, kCheckpointBasename,
+                                                  restoring_into(*p.session))) {
       for (const auto& skipped : restored->skipped)
         log.warn("skipping an unusable checkpoint: {}", skipped);
       if (restored->file.empty()) {
         std::string list;
         for (const auto& skipped : restored->skipped) list += "\n  " + display_text(skipped);
-        throw ConfigError("no usable checkpoint in " + p.checkpoint_dir.string() +
+        throw ConfigError("no usable checkpoint in " + checkpoint_dir.string() +
                           ", so the job cannot resume:" + list +
                           "\nStart over with --fresh (the previous run is moved aside), or "
                           "remove the unusable files.");
@@ -359,22 +361,14 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   ro.run_dir = p.run_dir;
   ro.logger = p.log;
   ro.max_state_bytes = cfg.max_state_bytes;
-  ro.checkpoint_dir = p.checkpoint_dir;
-  ro.checkpoint_basename = p.checkpoint_basename;
+  ro.checkpoint_dir = checkpoint_dir;
+  ro.checkpoint_basename = kCheckpointBasename;
   ro.keep_checkpoints = cfg.keep_checkpoints;
-  ro.on_recover = [dir = p.checkpoint_dir, basename = p.checkpoint_basename,
-                   log = p.log](Runtime& rt) {
+  ro.on_recover = [dir = checkpoint_dir, log = p.log](Runtime& rt) {
     // The recreated session continues from the newest checkpoint, as TensorFlow's does, and every
     // hook's state goes back to that same moment, so no hook counts a replayed step twice.
-    Session& s = rt.session();
-    const CheckpointValidator into_session = [&s](const fs::path& file, const Checkpoint& c) {
-      s.restore_state(c.workload_state);
-      if (s.global_step() != c.global_step)
-        throw std::runtime_error(file.string() + ": its workload state is at global step " +
-                                 std::to_string(s.global_step()) + ", not " +
-                                 std::to_string(c.global_step));
-    };
-    if (auto restored = restore_latest_checkpoint(dir, basename, into_session);
+    if (auto restored =
+            restore_latest_checkpoint(dir, kCheckpointBasename, restoring_into(rt.session()));
         restored && !restored->file.empty()) {
       rt.restore_hook_states(restored->checkpoint.hook_states);
       log->info("recovery: restored {} at global step {}", restored->file.string(),
