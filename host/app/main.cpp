@@ -1,6 +1,5 @@
 // The hookhost program: runs a training job with plugin hooks from a config file, and lists and
 // describes the plugins it can find.
-#include <signal.h>
 #include <unistd.h>
 
 #include <spdlog/pattern_formatter.h>

@@ -71,8 +71,6 @@ void SignalBridge::loop() {
     const ssize_t n = ::read(pipe_[0], &byte, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || byte == 0) return;
-    int expected = 0;
-    first_.compare_exchange_strong(expected, byte);
     on_signal_(byte, ++count_);
   }
 }

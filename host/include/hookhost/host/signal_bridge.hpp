@@ -4,7 +4,6 @@
 // callback polling should_stop().
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <thread>
 
@@ -19,19 +18,15 @@ class SignalBridge {
   SignalBridge(const SignalBridge&) = delete;
   SignalBridge& operator=(const SignalBridge&) = delete;
 
-  // The first signal received, or 0. [thread-safe]
-  int first_signal() const { return first_.load(); }
-
  private:
   void loop();
   std::function<void(int, int)> on_signal_;
-  std::atomic<int> first_{0};
   int count_ = 0;
   int pipe_[2] = {-1, -1};
   std::thread thread_;
 };
 
-// "SIGINT", "SIGTERM" or "signal N".
+// "SIGINT", "SIGTERM", or "a signal" for any other.
 const char* signal_name(int signal);
 
 }  // namespace hookhost
