@@ -18,14 +18,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Copies `text` into a plugin's buffer of `capacity` bytes (> 0), cut to fit, NUL-terminated.
+void copy_cut(std::string_view text, char* out, size_t capacity) {
+  const size_t n = std::min(text.size(), capacity - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
 // Writes `message` into a plugin-owned hh_error, but only when its struct_size vouches for the
 // buffer (a plugin that skipped hh_error_init gets the status without the text).
 hh_status report(hh_error* err, hh_status status, const std::string& message) {
-  if (err && err->struct_size >= HH_ERROR_SIZE_1_0) {
-    const size_t n = std::min(message.size(), size_t{HH_ERROR_MESSAGE_SIZE - 1});
-    std::memcpy(err->message, message.data(), n);
-    err->message[n] = '\0';
-  }
+  if (err && err->struct_size >= HH_ERROR_SIZE_1_0)
+    copy_cut(message, err->message, HH_ERROR_MESSAGE_SIZE);
   return status;
 }
 
@@ -93,12 +97,7 @@ int32_t svc_checkpoint_last_written(const hh_host* h, char* out_path, size_t cap
   if (!s) return 0;
   const auto written = s->owner->last_checkpoint();
   if (!written) return 0;
-  if (out_path && capacity > 0) {
-    const std::string text = written->file.string();
-    const size_t n = std::min(text.size(), capacity - 1);
-    std::memcpy(out_path, text.data(), n);
-    out_path[n] = '\0';
-  }
+  if (out_path && capacity > 0) copy_cut(written->file.string(), out_path, capacity);
   if (step) *step = written->global_step;
   return 1;
 }

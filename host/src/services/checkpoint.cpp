@@ -8,10 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
-#include <boost/crc.hpp>
+#include "crc32c.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -25,9 +24,8 @@ constexpr uint8_t kSectionWorkload = 1;
 constexpr uint8_t kSectionHook = 2;        // format 1: bytes only, writer unknown
 constexpr uint8_t kSectionTaggedHook = 3;  // format 2: plugin id, state version, bytes
 constexpr char kIndexName[] = "checkpoint";
-
-// CRC-32C (Castagnoli), as event files use it, fed chunk by chunk.
-using Crc32c = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
+// A file being written is "." + its final name + kTemporaryMark + the writer's pid.
+constexpr char kTemporaryMark[] = ".tmp-";
 
 template <typename T>
 void put(std::string& out, T value) {
@@ -115,7 +113,7 @@ void fsync_dir(const fs::path& dir) {
 void write_atomically(const fs::path& target, const std::string& content) {
   const fs::path dir = target.parent_path();
   const fs::path tmp =
-      dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
+      dir / ("." + target.filename().string() + kTemporaryMark + std::to_string(::getpid()));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw io_error("cannot create", tmp);
   size_t done = 0;
@@ -307,10 +305,10 @@ std::vector<std::string> tidy_checkpoint_folder(const fs::path& dir, const std::
   std::vector<std::string> done;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return done;
-  // Temporary files of a save that was killed: "." + final name + ".tmp-" + pid.
+  // Temporary files of a save that was killed (named as write_atomically names them).
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const auto tmp = name.rfind(".tmp-");
+    const auto tmp = name.rfind(kTemporaryMark);
     if (name.size() < 2 || name[0] != '.' || tmp == std::string::npos) continue;
     const std::string target = name.substr(1, tmp - 1);
     if (target != kIndexName && step_of(target, basename) < 0) continue;
@@ -332,12 +330,12 @@ std::vector<std::string> tidy_checkpoint_folder(const fs::path& dir, const std::
     }
     if (stale) {
       const std::vector<fs::path> all = list_checkpoints(dir, basename);
-      if (all.empty()) {
+      if (all.empty())
         fs::remove(index, ec);
-      } else {
+      else
         write_atomically(index, index_text(all.front(), all));
-      }
-      done.push_back("rewrote " + index.string() + ": it named checkpoint files that do not exist");
+      done.push_back((all.empty() ? "removed " : "rewrote ") + index.string() +
+                     ": it named checkpoint files that do not exist");
     }
   }
   return done;

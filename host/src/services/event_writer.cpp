@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <boost/crc.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -13,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "crc32c.hpp"
 #include "proto/tensorboard_event.pb.h"
 
 namespace hookhost {
@@ -43,11 +43,18 @@ void append_le(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
+// The inverse of append_le.
+uint64_t load_le(const char* bytes, int count) {
+  uint64_t value = 0;
+  for (int i = 0; i < count; ++i)
+    value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  return value;
+}
+
 }  // namespace
 
 uint32_t crc32c(std::string_view data) {
-  // CRC-32C (Castagnoli), reflected: Boost.CRC's parameterised CRC with polynomial 0x1EDC6F41.
-  boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true> crc;
+  Crc32c crc;
   crc.process_bytes(data.data(), data.size());
   return crc.checksum();
 }
@@ -178,14 +185,10 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
   uint64_t good = 0;
   // Walk the framing: 8-byte length, 4-byte CRC of it, data, 4-byte CRC of the data.
   while (true) {
-    unsigned char header[12];
+    char header[12];
     if (::pread(fd, header, 12, static_cast<off_t>(good)) != 12) break;
-    uint64_t length = 0;
-    for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(header[i]) << (8 * i);
-    uint32_t length_crc = 0;
-    for (int i = 0; i < 4; ++i) length_crc |= static_cast<uint32_t>(header[8 + i]) << (8 * i);
-    if (masked_crc32c(std::string_view(reinterpret_cast<const char*>(header), 8)) != length_crc)
-      break;
+    const uint64_t length = load_le(header, 8);
+    if (masked_crc32c(std::string_view(header, 8)) != load_le(header + 8, 4)) break;
     if (length > static_cast<uint64_t>(end) - good - 12 ||
         static_cast<uint64_t>(end) - good - 12 - length < 4)
       break;
@@ -193,10 +196,8 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
     if (::pread(fd, data.data(), data.size(), static_cast<off_t>(good + 12)) !=
         static_cast<ssize_t>(data.size()))
       break;
-    uint32_t data_crc = 0;
-    for (int i = 0; i < 4; ++i)
-      data_crc |= static_cast<uint32_t>(static_cast<unsigned char>(data[length + i])) << (8 * i);
-    if (masked_crc32c(std::string_view(data.data(), length)) != data_crc) break;
+    if (masked_crc32c(std::string_view(data.data(), length)) != load_le(data.data() + length, 4))
+      break;
     good += 12 + length + 4;
   }
   const uint64_t removed = static_cast<uint64_t>(end) - good;
