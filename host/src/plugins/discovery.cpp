@@ -24,27 +24,6 @@ const fs::path& path_of(const RejectedFile& r) {
   return r.file;
 }
 
-std::string abi_text(uint32_t major, uint32_t minor) {
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
-// Empty when this host accepts the plugin: same major, and the host's minor is at least the
-// plugin's min_abi_minor (a plugin built for a later minor may run on older hosts).
-std::string abi_mismatch(const PluginMetadata& m) {
-  const std::string host = abi_text(HH_ABI_MAJOR, HH_ABI_MINOR);
-  const std::string plugin = abi_text(m.abi_major, m.abi_minor);
-  if (m.abi_major != HH_ABI_MAJOR) {
-    return "built for hookhost ABI " + plugin + "; this host supports ABI " + host +
-           " (major versions must match) — rebuild the plugin against this hookhost";
-  }
-  if (!hh_abi_is_compatible(m.abi_major, m.min_abi_minor)) {
-    return "built for hookhost ABI " + plugin + " and needs at least " +
-           abi_text(m.abi_major, m.min_abi_minor) + "; this host supports " + host +
-           ": upgrade the host (hookhost), or rebuild the plugin against ABI " + host;
-  }
-  return {};
-}
-
 // Whether a folder entry's name says it is meant to be a plugin: "x.so" or "x.so.1".
 bool named_like_a_plugin(const fs::path& name) {
   const std::string text = name.filename().string();
@@ -143,13 +122,11 @@ DiscoveryResult discover_plugins(const std::vector<fs::path>& folders) {
           !seen_files.emplace(file_st.st_dev, file_st.st_ino).second) {
         continue;
       }
+      // The note reader checks the ABI version before anything else: a note it returns is one
+      // this host can run.
       NoteReadResult note = read_plugin_note(file);
       if (!note.metadata) {
         result.rejected.push_back({file, std::move(note.error)});
-        continue;
-      }
-      if (std::string reason = abi_mismatch(*note.metadata); !reason.empty()) {
-        result.rejected.push_back({file, std::move(reason)});
         continue;
       }
       auto [it, inserted] = first_by_id.emplace(note.metadata->id, FirstFound{file, folder_index});
