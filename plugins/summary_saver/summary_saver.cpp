@@ -53,8 +53,9 @@ class SummarySaver : public hookhost::Hook {
 
   void before_run(const hh_run_context&, hookhost::RunRequest& request) override {
     // Fetch only when this step will be written (TensorFlow: the first step, then the timer).
-    writing_ = next_step_ ? timer_.should_trigger(*next_step_)
-                          : !resumed_ || timer_.should_trigger(host().global_step() + 1);
+    // A timer that never triggered triggers at once (the first step); a restored one follows the
+    // saved schedule.
+    writing_ = timer_.should_trigger(next_step_ ? *next_step_ : host().global_step() + 1);
     if (writing_)
       for (const auto& name : tensors_) request.fetch(name);
   }
@@ -84,9 +85,8 @@ class SummarySaver : public hookhost::Hook {
   // uninterrupted job (the resumed session still starts with a SessionLog START).
   void restore_schedule(int64_t current_step) {
     const auto state = host().load_state_map();
-    auto it = state.find("last_written_step");
-    resumed_ = it != state.end();
-    if (resumed_) timer_.restore(std::stoll(it->second), current_step);
+    if (auto it = state.find("last_written_step"); it != state.end())
+      timer_.restore(std::stoll(it->second), current_step);
   }
 
   // NULL asks the service for the run directory.
@@ -129,7 +129,6 @@ class SummarySaver : public hookhost::Hook {
   const hh_summary_service* summaries_ = nullptr;
   std::optional<int64_t> next_step_;  // the step expected after the last one; unset before it
   bool writing_ = false;
-  bool resumed_ = false;  // the timer continues a saved schedule: the first step is not special
 };
 
 }  // namespace
