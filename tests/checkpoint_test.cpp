@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <hookhost/host/checkpoint.hpp>
-#include <hookhost/host/event_writer.hpp>
+#include "services/checkpoint.hpp"
+#include "services/event_writer.hpp"
 #include <set>
 #include <stdexcept>
 #include <string>

@@ -7,7 +7,7 @@
 #include <regex>
 #include <set>
 
-#include "hookhost/host/checkpoint.hpp"
+#include "services/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
 #include "test_support.hpp"

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <string>
 
-#include "hookhost/host/display_text.hpp"
-#include "hookhost/host/elf_note.hpp"
+#include "job/display_text.hpp"
+#include "plugins/elf_note.hpp"
 #include "hookhost/host/loader.hpp"
 #include "plugin_files.hpp"
 #include "test_support.hpp"

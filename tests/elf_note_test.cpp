@@ -1,6 +1,6 @@
 // Reading plugin metadata from the ELF note without loading: real fixture files, copied into a
 // temporary folder and damaged in the ways that happen in practice.
-#include "hookhost/host/elf_note.hpp"
+#include "plugins/elf_note.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <hookhost/host/event_writer.hpp>
+#include "services/event_writer.hpp"
 #include <regex>
 #include <string>
 #include <string_view>

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "event_file_reader.hpp"
-#include "hookhost/host/checkpoint.hpp"
+#include "services/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
 #include "test_support.hpp"

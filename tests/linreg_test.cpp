@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <hookhost/host/params.hpp>
-#include <hookhost/host/workloads/linreg.hpp>
+#include "workloads/linreg.hpp"
 
 #include <cmath>
 #include <iostream>

@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hookhost/host/checkpoint.hpp>
+#include "services/checkpoint.hpp"
 #include <string>
 #include <vector>
 

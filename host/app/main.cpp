@@ -12,10 +12,10 @@
 #include <cstdio>
 #include <hookhost/host/config.hpp>
 #include <hookhost/host/discovery.hpp>
-#include <hookhost/host/display_text.hpp>
+#include "job/display_text.hpp"
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
-#include <hookhost/host/signal_bridge.hpp>
+#include "job/signal_bridge.hpp"
 #include <iostream>
 
 namespace po = boost::program_options;

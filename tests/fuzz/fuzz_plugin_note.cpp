@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "hookhost/host/elf_note.hpp"
+#include "plugins/elf_note.hpp"
 
 namespace {
 

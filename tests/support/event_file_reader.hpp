@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <hookhost/host/event_writer.hpp>
+#include "services/event_writer.hpp"
 #include <optional>
 #include <stdexcept>
 #include <string>

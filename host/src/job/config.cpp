@@ -11,7 +11,7 @@
 #include <cstring>
 #include <set>
 
-#include "hookhost/host/display_text.hpp"
+#include "job/display_text.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "hookhost/host/display_text.hpp"
+#include "job/display_text.hpp"
 
 #include <cstdio>
 

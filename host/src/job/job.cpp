@@ -15,12 +15,12 @@
 #include <map>
 #include <set>
 
-#include "hookhost/host/checkpoint.hpp"
-#include "hookhost/host/display_text.hpp"
+#include "services/checkpoint.hpp"
+#include "job/display_text.hpp"
 #include "hookhost/host/loader.hpp"
-#include "hookhost/host/run_dir_lock.hpp"
-#include "hookhost/host/signal_bridge.hpp"
-#include "hookhost/host/workloads/registry.hpp"
+#include "job/run_dir_lock.hpp"
+#include "job/signal_bridge.hpp"
+#include "workloads/registry.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

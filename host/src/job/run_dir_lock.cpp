@@ -1,4 +1,4 @@
-#include "hookhost/host/run_dir_lock.hpp"
+#include "job/run_dir_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "hookhost/host/signal_bridge.hpp"
+#include "job/signal_bridge.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -8,8 +8,8 @@
 #include <system_error>
 #include <utility>
 
-#include "hookhost/host/display_text.hpp"
-#include "hookhost/host/elf_note.hpp"
+#include "job/display_text.hpp"
+#include "plugins/elf_note.hpp"
 
 namespace hookhost {
 

@@ -1,4 +1,4 @@
-#include "hookhost/host/elf_note.hpp"
+#include "plugins/elf_note.hpp"
 #include "hookhost/host/params.hpp"
 
 #include <fcntl.h>

@@ -9,7 +9,7 @@
 #include <system_error>
 #include <utility>
 
-#include "hookhost/host/elf_note.hpp"
+#include "plugins/elf_note.hpp"
 
 namespace hookhost {
 

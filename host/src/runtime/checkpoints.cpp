@@ -1,8 +1,8 @@
 // Checkpoints at the step boundary. Hooks only ask (hh.checkpoint/1, Runtime::request_checkpoint);
 // the runtime writes once the phase is over, so the workload's state and every hook's state are
 // taken at one moment whatever the hook order, and never while a step runs.
-#include "hookhost/host/checkpoint.hpp"
-#include "hookhost/host/event_writer.hpp"
+#include "services/checkpoint.hpp"
+#include "services/event_writer.hpp"
 
 #include "runtime_impl.hpp"
 

@@ -1,6 +1,6 @@
 // The lifecycle: hook order, the state machine, the step (before_run, session run, after_run),
-// recovery, stops, failure policies and end. Host services live in host_api.cpp and
-// builtin_services.cpp, the per-step request in step_request.cpp.
+// recovery, stops, failure policies and end. Host services live in services/, the per-step
+// request in step_request.cpp.
 #include "hookhost/host/runtime.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -9,8 +9,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "hookhost/host/event_writer.hpp"
 #include "runtime_impl.hpp"
+#include "services/event_writer.hpp"
 
 namespace hookhost {
 
@@ -80,7 +80,8 @@ class EntryGuard {
 
 }  // namespace
 
-Runtime::Impl::Impl(Session& s, RuntimeOptions o) : session(s), options(std::move(o)) {
+Runtime::Impl::Impl(Session& s, RuntimeOptions o)
+    : session(s), options(std::move(o)), services(options.services) {
   log = options.logger ? options.logger : default_logger();
 }
 
@@ -109,7 +110,7 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const std::string& in
   s->state_version = state_version;
   s->run_dir = options.run_dir.string();
   s->logger = log->clone(instance);
-  fill_host_table(*s);
+  HostTable::fill(*s);
   adopt_restored_state(*s);  // before create(), so state_get there sees it
   return s;
 }
@@ -584,6 +585,31 @@ void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings
   slot->settings = std::move(settings);
   slot->dispatch = std::move(hook);
   add_slot(*impl_, std::move(slot));
+}
+
+void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, HookSettings settings,
+                       const DispatchFactory& make) {
+  Impl& m = *impl_;
+  check_can_add(m, settings.instance_name);
+  auto services = m.make_services(settings.instance_name, plugin_id, state_version);
+  std::unique_ptr<HookDispatch> dispatch;
+  {
+    const HostServices* previous = t_current_call;
+    t_current_call = services.get();
+    try {
+      dispatch = make(services->c);
+    } catch (...) {
+      t_current_call = previous;
+      throw;
+    }
+    t_current_call = previous;
+  }
+  if (!dispatch) throw std::logic_error("a dispatch factory returned no hook");
+  auto slot = std::make_unique<Slot>();
+  slot->settings = std::move(settings);
+  slot->services = std::move(services);
+  slot->dispatch = std::move(dispatch);
+  add_slot(m, std::move(slot));
 }
 
 bool Runtime::start() {

@@ -14,8 +14,9 @@
 
 #include <hookhost/ext/device_values.h>
 
-#include "hookhost/host/event_writer.hpp"
 #include "hookhost/host/runtime.hpp"
+#include "services/event_writer.hpp"
+#include "services/services.hpp"
 
 namespace hookhost {
 
@@ -24,9 +25,9 @@ struct Slot;
 // Where an instance is in its lifecycle. The runtime checks every call against it.
 enum class HookState { created, begun, in_session, in_step, ended, destroyed };
 
-// The services one instance sees through hh_host (host_api.cpp). Lives as long as the runtime,
-// or forever for an instance whose destroy could not be trusted, so a plugin thread that outlives
-// its instance finds a refusing object, never freed memory.
+// The services one instance sees through hh_host (services/host_table.cpp). Lives as long as the
+// runtime, or forever for an instance whose destroy could not be trusted, so a plugin thread that
+// outlives its instance finds a refusing object, never freed memory.
 struct HostServices {
   static constexpr uint64_t kMagic = 0x68682e686f737431ULL;  // "hh.host1"
   uint64_t magic = kMagic;
@@ -52,9 +53,6 @@ struct HostServices {
 
 // The instance whose lifecycle call is running on this thread ([hook-thread] checks).
 extern thread_local const HostServices* t_current_call;
-
-// hh_host's functions, filled in by make_host_services.
-void fill_host_table(HostServices& services);
 
 // Collects one hook's fetches and feeds during its before_run (step_request.cpp). One per slot, so
 // a request a plugin keeps past its before_run points at a live object that says it is closed.
@@ -113,7 +111,6 @@ struct Runtime::Impl {
   std::string failure_reason;
   bool failure_logged = false;  // the cause already has its own log line
   JobResult result;
-  std::atomic<int64_t> published_last_step{-1};
 
   // Checkpoints requested since the last step boundary, and the newest one written
   // (checkpoints.cpp).
@@ -126,6 +123,8 @@ struct Runtime::Impl {
 
   // This job's TensorBoard writers, one per folder (hh.summary/1).
   EventWriters event_writers;
+  // What get_service hands out (services/).
+  ServiceRegistry services;
 
   // The hook call running now, for a second signal's last words (read from another thread).
   std::atomic<const Slot*> running_slot{nullptr};
@@ -145,7 +144,6 @@ struct Runtime::Impl {
   std::unique_ptr<HostServices> make_services(const std::string& instance,
                                               const std::string& plugin_id, uint32_t state_version);
   std::map<std::string, SavedHookState> collect_hook_states() const;
-  const void* builtin_service(const char* id) const;  // builtin_services.cpp
 
   // checkpoints.cpp: a request is recorded at once [thread-safe] and carried out at the next
   // step boundary by write_requested_checkpoint (never when the job failed).
@@ -156,9 +154,6 @@ struct Runtime::Impl {
   // Gives `services` the state restored for its instance, unless another plugin saved it.
   void adopt_restored_state(HostServices& services) const;
 };
-
-// Text a plugin handed over, for the log: cut at `max` bytes (marked "...").
-std::string bounded_text(const char* text, size_t max);
 
 std::string join_names(const std::vector<std::string>& items);
 

@@ -1,4 +1,4 @@
-#include "hookhost/host/checkpoint.hpp"
+#include "services/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "hookhost/host/event_writer.hpp"
+#include "services/event_writer.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

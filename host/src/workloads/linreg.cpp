@@ -1,4 +1,4 @@
-#include "hookhost/host/workloads/linreg.hpp"
+#include "workloads/linreg.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,6 +1,6 @@
-#include "hookhost/host/workloads/registry.hpp"
+#include "workloads/registry.hpp"
 
-#include "hookhost/host/workloads/linreg.hpp"
+#include "workloads/linreg.hpp"
 
 namespace hookhost {
 

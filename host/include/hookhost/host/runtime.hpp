@@ -113,8 +113,14 @@ class Runtime {
   // fails (the message names the instance, the plugin file and the plugin's reason).
   void add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings settings,
                 const ResolvedParams& params);
-  // Adds a hook behind any dispatcher (another isolation tier, a test double). Only before start().
+  // Adds a hook behind any dispatcher (a test double). Only before start().
   void add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings);
+  // Adds a hook whose dispatcher needs the instance's hh_host: another isolation tier runs create()
+  // elsewhere and forwards the plugin's host calls to `host`, which validates them as for any
+  // in-process plugin. `make` throws ConfigError when create() fails. Only before start().
+  using DispatchFactory = std::function<std::unique_ptr<HookDispatch>(const hh_host& host)>;
+  void add_hook(const std::string& plugin_id, uint32_t state_version, HookSettings settings,
+                const DispatchFactory& make);
 
   // begin() on every hook in order, creates the session, after_create_session on every hook.
   // Returns false when the job already failed (see result()).

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "plugin_metadata.hpp"
+#include "hookhost/host/plugin_metadata.hpp"
 
 namespace hookhost {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "../params.hpp"
-#include "../plugin_metadata.hpp"
-#include "../session.hpp"
+#include "hookhost/host/params.hpp"
+#include "hookhost/host/plugin_metadata.hpp"
+#include "hookhost/host/session.hpp"
 
 namespace hookhost {
 

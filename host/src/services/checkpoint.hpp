@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hook_state.hpp"
+#include "hookhost/host/hook_state.hpp"
 
 namespace hookhost {
 

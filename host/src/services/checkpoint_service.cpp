@@ -1,0 +1,43 @@
+// hh.checkpoint/1: a hook asks for a checkpoint and reads where the newest one went. The request
+// is recorded at once; the runtime writes at the next step boundary (runtime/checkpoints.cpp).
+#include <hookhost/ext/checkpoint.h>
+
+#include "runtime/runtime_impl.hpp"
+#include "services.hpp"
+
+namespace hookhost {
+
+template <>
+CheckpointService& service_detail::service_for<CheckpointService>(HostServices& caller) {
+  return caller.owner->services.checkpoints;
+}
+
+hh_status CheckpointService::request(HostServices& caller, const char* reason) {
+  const std::string text = bounded_text(reason, HH_MAX_STOP_REASON);
+  caller.owner->record_checkpoint_request("hook '" + caller.instance_name + "'" +
+                                          (text.empty() ? "" : ": " + text));
+  return HH_OK;
+}
+
+int32_t CheckpointService::last_written(HostServices& caller, char* out_path, size_t capacity,
+                                        int64_t* step) {
+  const auto written = caller.owner->last_checkpoint();
+  if (!written) return 0;
+  if (out_path && capacity > 0) copy_cut(written->file.string(), out_path, capacity);
+  if (step) *step = written->global_step;
+  return 1;
+}
+
+namespace {
+using A = AfterEnd;
+const hh_checkpoint_service kCheckpoint = {
+    HH_CHECKPOINT_SERVICE_SIZE,
+    entry<"hh.checkpoint/1 request", A::refused, HH_ERROR, &CheckpointService::request>,
+    entry<"hh.checkpoint/1 last_written", A::allowed, 0, &CheckpointService::last_written>};
+}  // namespace
+
+const void* CheckpointService::table() const {
+  return &kCheckpoint;
+}
+
+}  // namespace hookhost

@@ -1,0 +1,78 @@
+// What every service entry shares: finding the caller behind a handle, and the messages for a
+// refused or failed call.
+#include "service.hpp"
+
+#include <cstring>
+
+#include "runtime/runtime_impl.hpp"
+
+namespace hookhost {
+
+std::string bounded_text(const char* text, std::size_t max) {
+  if (!text) return {};
+  const std::size_t n = ::strnlen(text, max + 1);
+  return n > max ? std::string(text, max) + "..." : std::string(text, n);
+}
+
+void copy_cut(std::string_view text, char* out, std::size_t capacity) {
+  const std::size_t n = std::min(text.size(), capacity - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+HostServices* HostServices::from(const hh_host* host, const char* function) {
+  auto* s = host ? static_cast<HostServices*>(host->host_data) : nullptr;
+  if (s && s->magic == kMagic && &s->c == host) return s;
+  // Nothing trustworthy to log through but the default logger.
+  spdlog::error(
+      "a plugin called hh_host.{} with a host pointer this host never issued{}; call "
+      "refused (plugin misbehaving)",
+      function, host ? "" : " (NULL)");
+  return nullptr;
+}
+
+void HostServices::misuse(const char* function, const std::string& what) const {
+  logger->error("plugin misbehaving: {} {} ({}, plugin '{}'); call refused", function, what,
+                instance_name, plugin_id);
+}
+
+namespace service_detail {
+
+HostServices* caller_of(const hh_host* host, const char* function) {
+  return HostServices::from(host, function);
+}
+
+bool has_ended(const HostServices& caller) {
+  return caller.ended.load();
+}
+
+void log_misuse(const HostServices& caller, const char* function, const std::string& what) {
+  caller.misuse(function, what);
+}
+
+void log_refusal(const HostServices& caller, const std::string& what) {
+  caller.logger->error("{}", what);
+}
+
+void log_failure(const HostServices& caller, const char* function, const std::string& what) {
+  caller.logger->error("{} failed: {} ({}, plugin '{}')", function, what, caller.instance_name,
+                       caller.plugin_id);
+}
+
+void report(hh_error* error, const std::string& message) {
+  if (error && error->struct_size >= HH_ERROR_SIZE_1_0)
+    copy_cut(message, error->message, HH_ERROR_MESSAGE_SIZE);
+}
+
+}  // namespace service_detail
+
+const void* ServiceRegistry::find(std::string_view id) const {
+  if (auto it = embedder_.find(id); it != embedder_.end()) return it->second;
+  for (const HostService* s :
+       {static_cast<const HostService*>(&steps), static_cast<const HostService*>(&checkpoints),
+        static_cast<const HostService*>(&summaries)})
+    if (s->id() == id) return s->table();
+  return nullptr;
+}
+
+}  // namespace hookhost

@@ -1,0 +1,42 @@
+// hh.steps/1: hooks that know where training ends (stop_at_step) publish it; others (a progress
+// bar) read the smallest such step, or the workload's own last step.
+#include <hookhost/ext/steps.h>
+
+#include "runtime/runtime_impl.hpp"
+#include "services.hpp"
+
+namespace hookhost {
+
+template <>
+StepsService& service_detail::service_for<StepsService>(HostServices& caller) {
+  return caller.owner->services.steps;
+}
+
+hh_status StepsService::publish_last_step(HostServices&, int64_t step) {
+  if (step < 0) throw Misuse("with a negative step " + std::to_string(step));
+  int64_t current = published_.load();
+  while ((current < 0 || step < current) && !published_.compare_exchange_weak(current, step)) {
+  }
+  return HH_OK;
+}
+
+int64_t StepsService::last_step(HostServices& caller) {
+  const int64_t published = published_.load();
+  const std::optional<int64_t> own = caller.owner->session.last_step();
+  if (own && (published < 0 || *own < published)) return *own;
+  return published;
+}
+
+namespace {
+using A = AfterEnd;
+const hh_steps_service kSteps = {
+    HH_STEPS_SERVICE_SIZE,
+    entry<"hh.steps/1 publish_last_step", A::refused, HH_ERROR, &StepsService::publish_last_step>,
+    entry<"hh.steps/1 last_step", A::allowed, int64_t{-1}, &StepsService::last_step>};
+}  // namespace
+
+const void* StepsService::table() const {
+  return &kSteps;
+}
+
+}  // namespace hookhost

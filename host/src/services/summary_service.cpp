@@ -1,0 +1,87 @@
+// hh.summary/1: scalars and session logs into TensorBoard event files, one writer per folder,
+// owned by the job. After end() every call is refused: event files are flushed once every end()
+// has returned, so a later write would be lost.
+#include <hookhost/ext/summary.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "runtime/runtime_impl.hpp"
+#include "services.hpp"
+#include "services/event_writer.hpp"
+
+namespace hookhost {
+
+namespace fs = std::filesystem;
+
+template <>
+SummaryService& service_detail::service_for<SummaryService>(HostServices& caller) {
+  return caller.owner->services.summaries;
+}
+
+namespace {
+
+// A folder argument: NULL or "" is the run directory; a relative path is taken from it.
+fs::path event_folder(const HostServices& caller, const char* dir) {
+  if (!dir || !*dir) return fs::path(caller.run_dir);
+  if (::strnlen(dir, HH_MAX_PATH_LENGTH + 1) > HH_MAX_PATH_LENGTH)
+    throw Misuse("dir is longer than " + std::to_string(HH_MAX_PATH_LENGTH) + " bytes");
+  const fs::path p(dir);
+  return (p.is_relative() ? fs::path(caller.run_dir) / p : p).lexically_normal();
+}
+
+// TensorBoard scalars are floats; a double beyond float's range becomes an infinity (a plain cast
+// of such a value is undefined behaviour).
+float to_float(double value) {
+  if (std::isnan(value)) return std::numeric_limits<float>::quiet_NaN();
+  if (value > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+  if (value < std::numeric_limits<float>::lowest()) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(value);
+}
+
+}  // namespace
+
+hh_status SummaryService::add_scalar(HostServices& caller, const char* dir, const char* tag,
+                                     double value, int64_t step, hh_error*) {
+  const fs::path folder = event_folder(caller, dir);
+  if (!tag || !*tag) throw Misuse("tag is NULL or empty");
+  if (::strnlen(tag, HH_MAX_TAG_LENGTH + 1) > HH_MAX_TAG_LENGTH)
+    throw Misuse("tag is longer than " + std::to_string(HH_MAX_TAG_LENGTH) + " bytes");
+  caller.owner->event_writers.for_folder(folder).add_scalar(step, tag, to_float(value));
+  return HH_OK;
+}
+
+hh_status SummaryService::add_session_log(HostServices& caller, const char* dir, int32_t status,
+                                          const char* checkpoint_path, int64_t step, hh_error*) {
+  const fs::path folder = event_folder(caller, dir);
+  if (status < HH_SESSION_LOG_START || status > HH_SESSION_LOG_CHECKPOINT)
+    throw Misuse("status " + std::to_string(status) +
+                 " is not one of HH_SESSION_LOG_START, _STOP, _CHECKPOINT");
+  if (checkpoint_path && ::strnlen(checkpoint_path, HH_MAX_PATH_LENGTH + 1) > HH_MAX_PATH_LENGTH)
+    throw Misuse("checkpoint_path is longer than " + std::to_string(HH_MAX_PATH_LENGTH) + " bytes");
+  caller.owner->event_writers.for_folder(folder).add_session_log(
+      step, status, checkpoint_path ? checkpoint_path : "");
+  return HH_OK;
+}
+
+hh_status SummaryService::flush(HostServices& caller, const char* dir, hh_error*) {
+  caller.owner->event_writers.for_folder(event_folder(caller, dir)).flush();
+  return HH_OK;
+}
+
+namespace {
+using A = AfterEnd;
+const hh_summary_service kSummary = {
+    HH_SUMMARY_SERVICE_SIZE,
+    entry<"hh.summary/1 add_scalar", A::refused, HH_ERROR, &SummaryService::add_scalar>,
+    entry<"hh.summary/1 add_session_log", A::refused, HH_ERROR, &SummaryService::add_session_log>,
+    entry<"hh.summary/1 flush", A::refused, HH_ERROR, &SummaryService::flush>};
+}  // namespace
+
+const void* SummaryService::table() const {
+  return &kSummary;
+}
+
+}  // namespace hookhost
