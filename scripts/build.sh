@@ -5,6 +5,8 @@
 # it was configured with, so a plain `cmake -S . -B build` before this script does not break it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Plugins must not be writable by group or others (hookhost refuses them): build with that umask.
+umask 022
 build_dir=${1:-build}
 shift || true
 jobs=$(nproc 2>/dev/null || echo 2)

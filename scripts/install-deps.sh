@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   libdlpack-dev
+  libssl-dev
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <set>
+#include <sstream>
 
 #include "job/display_text.hpp"
 
@@ -348,9 +349,33 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
       } else if (e.key == "keep_checkpoints") {
         cfg.keep_checkpoints =
             static_cast<uint32_t>(run_integer(e, at, 0, 1000000, " (0 keeps every checkpoint)"));
+      } else if (e.key == "allow_insecure_plugins") {
+        auto b = parse_bool(e.value);
+        if (!b)
+          throw ConfigError(at + "expected true or false; got '" + display_text(e.value) + "'",
+                            e.key);
+        cfg.allow_insecure_plugins = *b;
+      } else if (e.key == "allowed_plugins") {
+        cfg.allowed_plugins.clear();
+        std::stringstream items(e.value);
+        for (std::string id; std::getline(items, id, ',');) {
+          id = trim(id);
+          if (id.empty())
+            throw ConfigError(at +
+                                  "expected a comma-separated list of plugin ids; got an empty "
+                                  "item in '" +
+                                  display_text(e.value) + "'",
+                              e.key);
+          cfg.allowed_plugins.push_back(id);
+        }
+        if (cfg.allowed_plugins.empty())
+          throw ConfigError(at + "must list at least one plugin id (leave the key out to allow "
+                                 "every plugin)",
+                            e.key);
       } else {
         throw ConfigError(at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
-                               "on_error, max_state_mb, checkpoint_dir, keep_checkpoints)",
+                               "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, "
+                               "allow_insecure_plugins, allowed_plugins)",
                           e.key);
       }
     } else if (e.section == "workload") {
@@ -406,6 +431,17 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
           throw ConfigError(
               at + "expected " + policy_choices() + "; got '" + display_text(e.value) + "'", e.key);
         hook.on_error = *policy;
+      } else if (e.key == "sha256") {
+        std::string hex = e.value;
+        std::transform(hex.begin(), hex.end(), hex.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+          throw ConfigError(at +
+                                "expected 64 hexadecimal digits (the output of 'sha256sum "
+                                "PLUGIN.so'); got '" +
+                                display_text(e.value) + "'",
+                            e.key);
+        hook.sha256 = hex;
       } else {
         hook.params.erase(e.key);
         hook.params.emplace(e.key, e.value);

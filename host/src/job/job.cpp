@@ -15,11 +15,12 @@
 #include <map>
 #include <set>
 
-#include "services/checkpoint.hpp"
-#include "job/display_text.hpp"
 #include "hookhost/host/loader.hpp"
+#include "job/display_text.hpp"
 #include "job/run_dir_lock.hpp"
 #include "job/signal_bridge.hpp"
+#include "plugins/trust.hpp"
+#include "services/checkpoint.hpp"
 #include "workloads/registry.hpp"
 
 namespace hookhost {
@@ -70,6 +71,12 @@ struct Job::Parts {
 };
 
 namespace {
+
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
 
 // Rewrites a ConfigError from a lower layer so it starts with the file, line, section and key.
 [[noreturn]] void rethrow_at(const ConfigError& e, const std::string& where) {
@@ -295,12 +302,33 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                             " ('hookhost plugins list' shows what is available)" + rejected,
                         "plugin");
     }
+    if (!cfg.allowed_plugins.empty() &&
+        std::find(cfg.allowed_plugins.begin(), cfg.allowed_plugins.end(), d->metadata.id) ==
+            cfg.allowed_plugins.end())
+      throw ConfigError(cfg.where(hook, "plugin") + "plugin '" + display_text(d->metadata.id) +
+                            "' is not in [run] allowed_plugins (" +
+                            display_text(comma_list(cfg.allowed_plugins)) +
+                            "): add it there, or remove or disable this hook",
+                        "plugin");
+    if (!cfg.allow_insecure_plugins) {
+      if (std::string why = trust_problem(d->file.parent_path(), d->file); !why.empty())
+        throw ConfigError(cfg.where(hook, "plugin") + "refusing to load plugin '" +
+                              display_text(d->metadata.id) + "': " + display_text(why, 2048),
+                          "plugin");
+    }
     Planned item{&hook, nullptr, resolve_checked(d->metadata, hook.name, hook.params, hook_where)};
     try {
       item.plugin = load_plugin(*d);
     } catch (const LoadError& e) {
       throw ConfigError(cfg.where(hook, "plugin") + e.what());
     }
+    if (!hook.sha256.empty() && hook.sha256 != item.plugin->sha256())
+      throw ConfigError(cfg.where(hook, "sha256") + "plugin file " +
+                            display_text(d->file.string()) + " has SHA-256 " +
+                            item.plugin->sha256() + ", but the configuration pins " + hook.sha256 +
+                            ": the file is not the one that was approved; restore it, or pin "
+                            "the new hash after reviewing the plugin",
+                        "sha256");
     planned.push_back(std::move(item));
   }
 

@@ -1,8 +1,14 @@
 #include "hookhost/host/loader.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/dll/shared_library.hpp>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -10,6 +16,7 @@
 #include <utility>
 
 #include "plugins/elf_note.hpp"
+#include "plugins/trust.hpp"
 
 namespace hookhost {
 
@@ -21,6 +28,7 @@ namespace {
 // may still be referenced (thread-local destructors, callbacks, GNU-unique symbols), and dlclose
 // would unmap it under them. A refused library stays too, since its constructors already ran.
 struct Registered {
+  int private_copy = -1;  // the memfd the library was opened from; never closed (see below)
   boost::dll::shared_library library;
   std::shared_ptr<const LoadedPlugin> plugin;  // null when the checks refused it
   std::string refusal;                         // why, when plugin is null (without the file name)
@@ -35,6 +43,35 @@ Registry& registry() {
   // Deliberately leaked: no destructor at exit means no dlclose during static destruction.
   static Registry* instance = new Registry;
   return *instance;
+}
+
+// The file's bytes in a memfd, as /proc/self/fd/N. The descriptor stays open for the life of the
+// process: dlopen matches an already loaded object by name, so the number must never be reused.
+int private_copy_of(const fs::path& file, const std::string& where) {
+  const auto fail = [&](const char* what) {
+    return LoadError(where + "cannot make a private copy to load (" + what +
+                     "): " + std::strerror(errno));
+  };
+  const int in = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw fail("open");
+  struct stat st {};
+  if (::fstat(in, &st) != 0) {
+    ::close(in);
+    throw fail("stat");
+  }
+  const int out = ::memfd_create(file.filename().c_str(), MFD_CLOEXEC);
+  if (out < 0) {
+    ::close(in);
+    throw fail("memfd_create");
+  }
+  off_t offset = 0;
+  while (offset < st.st_size) {
+    const ssize_t n = ::sendfile(out, in, &offset, static_cast<size_t>(st.st_size - offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // a file cut short while copying: the note check below refuses it
+  }
+  ::close(in);
+  return out;
 }
 
 std::string quote(std::string_view s) {
@@ -102,7 +139,8 @@ std::string first_difference(const PluginMetadata& note, const PluginMetadata& e
 // Checks the entry symbol of an opened library against the note. Throws LoadError with the
 // reason alone; the caller puts the file name in front.
 std::shared_ptr<const LoadedPlugin> check_entry(const boost::dll::shared_library& library,
-                                                const DiscoveredPlugin& plugin) {
+                                                const DiscoveredPlugin& plugin,
+                                                std::string sha256) {
   const std::string rebuild =
       " — rebuild the plugin with HH_PLUGIN_DEFINE / HOOKHOST_PLUGIN against this hookhost";
   if (!library.has(HH_ENTRY_SYMBOL)) {
@@ -159,7 +197,7 @@ std::shared_ptr<const LoadedPlugin> check_entry(const boost::dll::shared_library
   }
   std::string diff = first_difference(note, metadata_from_entry(entry));
   if (!diff.empty()) throw disagree(diff);
-  return std::make_shared<const LoadedPlugin>(plugin.file, note, &entry);
+  return std::make_shared<const LoadedPlugin>(plugin.file, note, &entry, std::move(sha256));
 }
 
 // Boost.DLL wraps dlerror's text ("x.so: undefined symbol: f") in its own words; keep dlerror's.
@@ -199,33 +237,47 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin) 
     return it->second.plugin;
   }
 
-  // Check the file again right before dlopen: it may have changed since discovery, and dlopen of
+  // Check the copy right before dlopen: the file may have changed since discovery, and dlopen of
   // a truncated file dies with SIGBUS instead of failing.
-  NoteReadResult note = read_plugin_note(key);
+  const int copy_fd = private_copy_of(key, where);
+  const fs::path copy = "/proc/self/fd/" + std::to_string(copy_fd);
+  NoteReadResult note = read_plugin_note(copy);
   if (!note.metadata) {
     throw LoadError(where + "cannot load: " + note.error);
   }
   if (*note.metadata != plugin.metadata) {
+    ::close(copy_fd);
     throw LoadError(where + "the file changed since discovery (its note describes plugin " +
                     quote(note.metadata->id) + " " + quote(note.metadata->version) +
                     ") — run plugin discovery again");
   }
+  std::string sha256;
+  try {
+    sha256 = sha256_of_file(copy);
+  } catch (const std::exception& e) {
+    ::close(copy_fd);
+    throw LoadError(where + e.what());
+  }
+  // Said before dlopen runs the library's constructors, so a constructor that crashes is named.
+  spdlog::info("loading plugin '{}' from {}", plugin.metadata.id, key.string());
 
   boost::dll::shared_library library;
   try {
     // rtld_now: a missing symbol fails here with dlerror's text instead of killing the process at
     // the first call; rtld_local: plugins cannot interpose on each other.
     library = boost::dll::shared_library(
-        key, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+        copy, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
+    // Nothing was mapped: the descriptor's number may be reused.
+    ::close(copy_fd);
     throw LoadError(where + "the dynamic loader refused it: " + loader_reason(e) +
                     " — install the libraries it needs, or rebuild it with hookhost_add_plugin "
                     "(-Wl,-z,defs) so unresolved symbols fail at link time");
   }
 
-  Registered entry{std::move(library), nullptr, {}};
+  Registered entry{copy_fd, std::move(library), nullptr, {}};
   try {
-    entry.plugin = check_entry(entry.library, plugin);
+    entry.plugin = check_entry(entry.library, plugin, std::move(sha256));
   } catch (const LoadError& e) {
     entry.refusal = e.what();
   }

@@ -29,6 +29,7 @@ struct HookConfig {
   bool enabled = true;
   int order = 0;
   std::optional<FailurePolicy> on_error;           // unset: the job's [run] on_error
+  std::string sha256;  // pinned SHA-256 of the plugin file (64 lowercase hex digits), or empty
   std::multimap<std::string, std::string> params;  // the plugin's own keys, as text
   ConfigSource section_source;
   std::map<std::string, ConfigSource> key_sources;
@@ -43,6 +44,8 @@ struct JobConfig {
   std::filesystem::path checkpoint_dir = "checkpoints";  // relative: from the run directory
   uint32_t keep_checkpoints = 5;                         // newest by step; 0 keeps all
   FailurePolicy on_error = FailurePolicy::disable;
+  bool allow_insecure_plugins = false;       // load plugins that fail the trust rules
+  std::vector<std::string> allowed_plugins;  // when not empty, the only plugin ids hooks may use
   std::string workload = "linreg";
   std::optional<ConfigSource> workload_section;  // the [workload] header, when there is one
   std::multimap<std::string, std::string> workload_params;

@@ -19,19 +19,28 @@ class LoadError : public std::runtime_error {
 
 class LoadedPlugin {
  public:
-  LoadedPlugin(std::filesystem::path file, PluginMetadata metadata, const hh_plugin_entry* entry)
-      : file_(std::move(file)), metadata_(std::move(metadata)), entry_(entry) {}
+  LoadedPlugin(std::filesystem::path file, PluginMetadata metadata, const hh_plugin_entry* entry,
+               std::string sha256 = {})
+      : file_(std::move(file)),
+        metadata_(std::move(metadata)),
+        entry_(entry),
+        sha256_(std::move(sha256)) {}
   const std::filesystem::path& file() const { return file_; }
   const PluginMetadata& metadata() const { return metadata_; }
   const hh_plugin_entry& entry() const { return *entry_; }
+  // The SHA-256 (hex) of the bytes that were loaded: the private copy, not the file as it is now.
+  const std::string& sha256() const { return sha256_; }
 
  private:
   std::filesystem::path file_;
   PluginMetadata metadata_;
   const hh_plugin_entry* entry_;
+  std::string sha256_;
 };
 
-// Opens the library with rtld_now | rtld_local (a missing symbol fails here, not at first call),
+// Copies the file into private memory (a memfd) first, so the installed file can be replaced or
+// deleted while the job runs without a SIGBUS in code mapped from it; the copy is what is checked,
+// hashed and opened. Opens the library with rtld_now | rtld_local (a missing symbol fails here, not at first call),
 // resolves hookhost_plugin_v1, checks its struct_size and ABI version, and cross-checks the entry
 // against the note (id, version, description, parameters). Throws LoadError naming the file and
 // what to do. Libraries are never unloaded while the process lives; loading the same file twice
