@@ -12,11 +12,12 @@
 #include <cstdio>
 #include <hookhost/host/config.hpp>
 #include <hookhost/host/discovery.hpp>
-#include "job/display_text.hpp"
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
-#include "job/signal_bridge.hpp"
 #include <iostream>
+#include "job/display_text.hpp"
+#include "job/signal_bridge.hpp"
+#include "runtime/crash_blame.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -86,6 +87,7 @@ void on_signal(int sig, int count) {
                running.empty() ? "outside any hook call" : ("while " + running + " runs").c_str(),
                128 + sig);
   std::fflush(stderr);
+  CrashBlame::program_exits();
   _exit(128 + sig);
 }
 
@@ -317,7 +319,7 @@ int cmd_plugins(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_program(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kMainHelp;
@@ -333,4 +335,12 @@ int main(int argc, char** argv) {
   if (command == "run") return cmd_run(args);
   if (command == "plugins") return cmd_plugins(args);
   return usage_error("unknown command '" + command + "'", "");
+}
+
+int main(int argc, char** argv) {
+  // Before any plugin is loaded: a hook that crashes or exits the process gets named.
+  hookhost::CrashBlame::install();
+  const int status = run_program(argc, argv);
+  hookhost::CrashBlame::program_exits();
+  return status;
 }

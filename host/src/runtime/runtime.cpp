@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runtime/crash_blame.hpp"
 #include "runtime_impl.hpp"
 #include "services/event_writer.hpp"
 
@@ -481,6 +482,9 @@ void check_can_add(const Runtime::Impl& m, const std::string& instance_name) {
 }
 
 void add_slot(Runtime::Impl& m, std::unique_ptr<Slot> slot) {
+  slot->services->blame_name = "hook '" + slot->settings.instance_name + "' (plugin '" +
+                               slot->dispatch->plugin_id() + "', " + slot->dispatch->plugin_file() +
+                               ")";
   for (size_t i = 0; i < kCallbackNames.size(); ++i)
     slot->implements[i] = slot->dispatch->implements(static_cast<Callback>(i));
   init_request(slot->request, &m, slot.get());
@@ -493,6 +497,7 @@ void add_slot(Runtime::Impl& m, std::unique_ptr<Slot> slot) {
 Runtime::Runtime(Session& session, RuntimeOptions options)
     : impl_(std::make_unique<Impl>(session, std::move(options))) {
   impl_->owner_runtime = this;
+  CrashBlame::watch(impl_.get());
 }
 
 Runtime::~Runtime() {
@@ -507,6 +512,7 @@ Runtime::~Runtime() {
   } catch (const std::exception& e) {
     impl_->log->error("error while destroying hooks: {}", e.what());
   }
+  CrashBlame::unwatch(impl_.get());
 }
 
 void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings settings,

@@ -37,6 +37,7 @@ struct HostServices {
   std::string plugin_id;
   uint32_t state_version = 1;
   std::string run_dir;
+  std::string blame_name;  // "hook 'X' (plugin 'id', FILE)", prepared for a crash's last words
   std::shared_ptr<spdlog::logger> logger;
   std::atomic<bool> ended{false};  // end() returned: state_put, request_stop, services refuse
 
