@@ -285,6 +285,36 @@ unsigned long long run_integer(const Entry& e, const std::string& at, unsigned l
   return value;
 }
 
+// The isolation keys, the same in [run] (defaults) and [hook.NAME]. False for another key.
+bool isolation_key(const Entry& e, const std::string& at, IsolationConfig& into) {
+  if (e.key == "isolation") {
+    if (e.value == "in_process") {
+      into.isolation = Isolation::in_process;
+    } else if (e.value == "process") {
+      into.isolation = Isolation::process;
+    } else {
+      throw ConfigError(at + "expected in_process or process; got '" + display_text(e.value) + "'",
+                        e.key);
+    }
+  } else if (e.key == "call_timeout_ms") {
+    into.call_timeout_ms = run_integer(e, at, 0, 86400000, " (0: no limit)");
+  } else if (e.key == "memory_limit_mb") {
+    into.memory_limit_mb = run_integer(e, at, 0, 1048576, " (0: no limit)");
+  } else if (e.key == "on_crash") {
+    auto policy = parse_crash_policy(e.value);
+    if (!policy)
+      throw ConfigError(
+          at + "expected restart, disable, stop or fail; got '" + display_text(e.value) + "'",
+          e.key);
+    into.on_crash = *policy;
+  } else if (e.key == "max_restarts") {
+    into.max_restarts = static_cast<uint32_t>(run_integer(e, at, 0, 1000, ""));
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 JobConfig load_job_config(const std::optional<fs::path>& file,
@@ -349,6 +379,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
       } else if (e.key == "keep_checkpoints") {
         cfg.keep_checkpoints =
             static_cast<uint32_t>(run_integer(e, at, 0, 1000000, " (0 keeps every checkpoint)"));
+      } else if (isolation_key(e, at, cfg.isolation)) {
       } else if (e.key == "allow_insecure_plugins") {
         auto b = parse_bool(e.value);
         if (!b)
@@ -375,7 +406,8 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
       } else {
         throw ConfigError(at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
                                "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, "
-                               "allow_insecure_plugins, allowed_plugins)",
+                               "allow_insecure_plugins, allowed_plugins, isolation, "
+                               "call_timeout_ms, memory_limit_mb, on_crash, max_restarts)",
                           e.key);
       }
     } else if (e.section == "workload") {
@@ -431,6 +463,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
           throw ConfigError(
               at + "expected " + policy_choices() + "; got '" + display_text(e.value) + "'", e.key);
         hook.on_error = *policy;
+      } else if (isolation_key(e, at, hook.isolation)) {
       } else if (e.key == "sha256") {
         std::string hex = e.value;
         std::transform(hex.begin(), hex.end(), hex.begin(),
@@ -449,6 +482,10 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
     }
   }
   return cfg;
+}
+
+const char* isolation_name(Isolation isolation) {
+  return isolation == Isolation::process ? "process" : "in_process";
 }
 
 }  // namespace hookhost

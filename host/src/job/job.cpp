@@ -20,6 +20,7 @@
 #include "job/run_dir_lock.hpp"
 #include "job/signal_bridge.hpp"
 #include "plugins/trust.hpp"
+#include "sandbox/process_dispatch.hpp"
 #include "services/checkpoint.hpp"
 #include "workloads/registry.hpp"
 
@@ -71,6 +72,27 @@ struct Job::Parts {
 };
 
 namespace {
+
+// A hook's isolation settings: its own, else the [run] ones, else the built-in defaults.
+struct EffectiveIsolation {
+  Isolation isolation = Isolation::in_process;
+  uint64_t call_timeout_ms = 0;
+  uint64_t memory_limit_mb = 0;
+  CrashPolicy on_crash = CrashPolicy::restart;
+  uint32_t max_restarts = 3;
+};
+
+EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& hook) {
+  const IsolationConfig& own = hook.isolation;
+  const IsolationConfig& run = cfg.isolation;
+  EffectiveIsolation e;
+  e.isolation = own.isolation.value_or(run.isolation.value_or(e.isolation));
+  e.call_timeout_ms = own.call_timeout_ms.value_or(run.call_timeout_ms.value_or(0));
+  e.memory_limit_mb = own.memory_limit_mb.value_or(run.memory_limit_mb.value_or(0));
+  e.on_crash = own.on_crash.value_or(run.on_crash.value_or(e.on_crash));
+  e.max_restarts = own.max_restarts.value_or(run.max_restarts.value_or(e.max_restarts));
+  return e;
+}
 
 std::string comma_list(const std::vector<std::string>& items) {
   std::string out;
@@ -272,6 +294,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     const HookConfig* hook;
     std::shared_ptr<const LoadedPlugin> plugin;
     ResolvedParams params;
+    EffectiveIsolation isolation;
   };
   std::vector<Planned> planned;
   for (const HookConfig& hook : cfg.hooks) {
@@ -316,11 +339,22 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                               display_text(d->metadata.id) + "': " + display_text(why, 2048),
                           "plugin");
     }
-    Planned item{&hook, nullptr, resolve_checked(d->metadata, hook.name, hook.params, hook_where)};
-    try {
-      item.plugin = load_plugin(*d);
-    } catch (const LoadError& e) {
-      throw ConfigError(cfg.where(hook, "plugin") + e.what());
+    Planned item{&hook, nullptr, resolve_checked(d->metadata, hook.name, hook.params, hook_where),
+                 effective_isolation(cfg, hook)};
+    if (item.isolation.isolation == Isolation::process) {
+      // Its code runs in its runner only: not even its constructors run in this process.
+      try {
+        item.plugin = std::make_shared<const LoadedPlugin>(d->file, d->metadata, nullptr,
+                                                           sha256_of_file(d->file));
+      } catch (const std::exception& e) {
+        throw ConfigError(cfg.where(hook, "plugin") + display_text(e.what(), 1024));
+      }
+    } else {
+      try {
+        item.plugin = load_plugin(*d);
+      } catch (const LoadError& e) {
+        throw ConfigError(cfg.where(hook, "plugin") + e.what());
+      }
     }
     if (!hook.sha256.empty() && hook.sha256 != item.plugin->sha256())
       throw ConfigError(cfg.where(hook, "sha256") + "plugin file " +
@@ -408,8 +442,25 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   for (auto& item : planned) {
     HookSettings settings{item.hook->name, item.hook->order,
                           item.hook->on_error.value_or(cfg.on_error)};
+    settings.on_crash = item.isolation.on_crash;
+    settings.max_restarts = item.isolation.max_restarts;
+    // In-process, the watchdog names a call over its limit; a runner enforces its own.
+    if (item.isolation.isolation == Isolation::in_process)
+      settings.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);
     try {
-      p.runtime->add_hook(item.plugin, settings, item.params);
+      if (item.isolation.isolation == Isolation::process) {
+        SandboxOptions sandbox;
+        sandbox.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);
+        sandbox.memory_limit_mb = item.isolation.memory_limit_mb;
+        const LoadedPlugin& plugin = *item.plugin;
+        const ResolvedParams& params = item.params;
+        // The state version is the runner's to know; saved state is tagged with version 1.
+        p.runtime->add_hook(plugin.metadata().id, 1, settings, [&](const hh_host& host) {
+          return make_process_dispatch(plugin, settings.instance_name, params, host, sandbox);
+        });
+      } else {
+        p.runtime->add_hook(item.plugin, settings, item.params);
+      }
     } catch (const ConfigError& e) {
       if (moved_aside) put_back(p, *moved_aside, log);
       // The plugin's message often names the parameter it refused: point at that key's line.
@@ -433,7 +484,13 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     std::string line = "plugin = " + display_text(item.plugin->metadata().id) + " (" +
                        display_text(item.plugin->file().string()) +
                        "), order = " + std::to_string(item.hook->order) +
-                       ", on_error = " + policy_name(item.hook->on_error.value_or(cfg.on_error));
+                       ", on_error = " + policy_name(item.hook->on_error.value_or(cfg.on_error)) +
+                       ", isolation = " + isolation_name(item.isolation.isolation);
+    if (item.isolation.isolation == Isolation::process)
+      line += ", on_crash = " + std::string(crash_policy_name(item.isolation.on_crash)) +
+              ", max_restarts = " + std::to_string(item.isolation.max_restarts) +
+              ", memory_limit_mb = " + std::to_string(item.isolation.memory_limit_mb);
+    line += ", call_timeout_ms = " + std::to_string(item.isolation.call_timeout_ms);
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);
     log.info("  [hook.{}] {}", item.hook->name, line);

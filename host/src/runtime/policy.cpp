@@ -26,4 +26,21 @@ const char* policy_choices() {
   return "continue, disable, stop or fail";
 }
 
+const char* crash_policy_name(CrashPolicy policy) {
+  switch (policy) {
+    case CrashPolicy::restart: return "restart";
+    case CrashPolicy::disable: return "disable";
+    case CrashPolicy::stop: return "stop";
+    case CrashPolicy::fail: return "fail";
+  }
+  return "?";
+}
+
+std::optional<CrashPolicy> parse_crash_policy(const std::string& text) {
+  for (CrashPolicy p :
+       {CrashPolicy::restart, CrashPolicy::disable, CrashPolicy::stop, CrashPolicy::fail})
+    if (text == crash_policy_name(p)) return p;
+  return std::nullopt;
+}
+
 }  // namespace hookhost

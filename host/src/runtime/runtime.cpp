@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "runtime/crash_blame.hpp"
+#include "runtime/watchdog.hpp"
 #include "runtime_impl.hpp"
 #include "services/event_writer.hpp"
 
@@ -136,8 +138,12 @@ struct Lifecycle {
     const HostServices* previous = t_current_call;
     t_current_call = slot.services.get();
     m.running_callback.store(static_cast<int>(callback), std::memory_order_relaxed);
-    m.running_slot.store(&slot, std::memory_order_release);
     auto t0 = std::chrono::steady_clock::now();
+    if (m.watchdog) {
+      m.running_since_ns.store(t0.time_since_epoch().count(), std::memory_order_relaxed);
+      m.call_serial.fetch_add(1, std::memory_order_release);
+    }
+    m.running_slot.store(&slot, std::memory_order_release);
     CallResult r = fn();
     auto dt = std::chrono::steady_clock::now() - t0;
     m.running_slot.store(nullptr, std::memory_order_release);
@@ -173,6 +179,7 @@ struct Lifecycle {
     }
     if (r.ok()) return;
     ++slot.stats[static_cast<size_t>(cb)].failures;
+    if (r.runner_lost) return handle_lost_runner(slot, cb, r, step);
     const bool fatal = r.status == HH_ERROR_FATAL;
     const std::string what = describe(slot, cb, step) + ": " + r.message;
     const FailurePolicy policy = slot.settings.on_error;
@@ -202,6 +209,63 @@ struct Lifecycle {
     if (policy == FailurePolicy::fail) {
       m.fail_job(what);
       m.failure_logged = true;
+    }
+  }
+
+  // The hook's process is gone (another isolation tier): on_crash decides, not on_error.
+  void handle_lost_runner(Slot& slot, Callback cb, const CallResult& r, int64_t step) {
+    const std::string what = describe(slot, cb, step) + ": " + r.message;
+    if (slot.failure.empty()) slot.failure = std::string(name_of(cb)) + " failed: " + r.message;
+    const HookSettings& s = slot.settings;
+    slot.runner_lost = true;  // until a restart succeeds
+    switch (s.on_crash) {
+      case CrashPolicy::restart: {
+        if (cb == Callback::end) {
+          m.log->error("{} [on_crash=restart: end() was its last call; nothing to restart]", what);
+          slot.disabled = true;
+          return;
+        }
+        if (slot.restarts >= s.max_restarts) {
+          m.log->error(
+              "{} [on_crash=restart: {} restarts used up (max_restarts); the hook is "
+              "disabled, the job continues]",
+              what, slot.restarts);
+          slot.disabled = true;
+          return;
+        }
+        m.log->error("{} [on_crash=restart: restarting it ({} of {})]", what, slot.restarts + 1,
+                     s.max_restarts);
+        std::this_thread::sleep_for(s.restart_backoff * (1 << std::min(slot.restarts, 10u)));
+        ++slot.restarts;
+        std::string why;
+        if (slot.dispatch->restart(&why)) {
+          slot.runner_lost = false;
+          m.log->info("hook '{}' restarted with its last saved state", s.instance_name);
+          return;
+        }
+        m.log->error(
+            "hook '{}' could not be restarted: {}; the hook is disabled, the job "
+            "continues",
+            s.instance_name, why);
+        slot.disabled = true;
+        return;
+      }
+      case CrashPolicy::disable:
+        m.log->error("{} [on_crash=disable: the hook is disabled, the job continues]", what);
+        slot.disabled = true;
+        return;
+      case CrashPolicy::stop:
+        m.log->error("{} [on_crash=stop: the hook is disabled, the job stops after this step]",
+                     what);
+        slot.disabled = true;
+        m.request_stop(HH_STOP_CAUSE_HOOK, what);
+        return;
+      case CrashPolicy::fail:
+        m.log->error("{} [on_crash=fail: the job fails]", what);
+        slot.disabled = true;
+        m.fail_job(what);
+        m.failure_logged = true;
+        return;
     }
   }
 
@@ -428,7 +492,8 @@ struct Lifecycle {
         info.reason = own_reason.c_str();
       }
       slot.state = HookState::ended;
-      if (wants(slot, Callback::end)) {
+      // A hook whose process is gone has nobody left to tell.
+      if (wants(slot, Callback::end) && !slot.runner_lost) {
         CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
         if (r.status == HH_STOP_REQUESTED)
           m.log->debug("hook '{}' returned HH_STOP_REQUESTED from end: the job is already ending",
@@ -512,6 +577,7 @@ Runtime::~Runtime() {
   } catch (const std::exception& e) {
     impl_->log->error("error while destroying hooks: {}", e.what());
   }
+  impl_->watchdog.reset();
   CrashBlame::unwatch(impl_.get());
 }
 
@@ -623,6 +689,9 @@ bool Runtime::start() {
   EntryGuard guard(m.in_call, "start()");
   if (m.started) throw std::logic_error("start() called twice");
   m.started = true;
+  for (const auto& s : m.slots)
+    if (s->settings.call_timeout.count() > 0 && !m.watchdog)
+      m.watchdog = std::make_unique<CallWatchdog>(m);
   std::stable_sort(m.slots.begin(), m.slots.end(), [](const auto& a, const auto& b) {
     return a->settings.order < b->settings.order;
   });

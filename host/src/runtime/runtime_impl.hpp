@@ -79,6 +79,8 @@ struct Slot {
   HookState state = HookState::created;
   bool begin_called = false;
   bool disabled = false;
+  uint32_t restarts = 0;  // of its process (another isolation tier), for on_crash = restart
+  bool runner_lost = false;  // its process is gone: not even end() is delivered
   std::string failure;
   std::array<CallStats, kCallbackNames.size()> stats{};
   // This step's request.
@@ -130,6 +132,10 @@ struct Runtime::Impl {
   // The hook call running now, for a second signal's last words (read from another thread).
   std::atomic<const Slot*> running_slot{nullptr};
   std::atomic<int> running_callback{-1};
+  // When the running call started (steady clock) and which call it is, for the watchdog.
+  std::atomic<int64_t> running_since_ns{0};
+  std::atomic<int64_t> call_serial{0};
+  std::unique_ptr<class CallWatchdog> watchdog;  // only when a hook has a call timeout
 
   std::vector<hh_tensor> views_buffer;
   // This step's merged feeds and who gave them ("the caller" or a hook instance).

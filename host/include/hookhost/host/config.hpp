@@ -23,12 +23,27 @@ struct ConfigSource {
   std::string describe() const;
 };
 
+// Where a hook instance runs: in the host's process, or in a hookhost-runner process of its own
+// that a crash, exit or hang cannot take the job down from.
+enum class Isolation { in_process, process };
+const char* isolation_name(Isolation isolation);
+
+// The isolation settings a [run] section gives every hook and a [hook.NAME] section may override.
+struct IsolationConfig {
+  std::optional<Isolation> isolation;
+  std::optional<uint64_t> call_timeout_ms;  // 0: none
+  std::optional<uint64_t> memory_limit_mb;  // 0: none (process isolation only)
+  std::optional<CrashPolicy> on_crash;      // what a lost runner leads to
+  std::optional<uint32_t> max_restarts;     // restarts of one instance before it is disabled
+};
+
 struct HookConfig {
   std::string name;    // the instance name, from [hook.NAME]
   std::string plugin;  // plugin id
   bool enabled = true;
   int order = 0;
-  std::optional<FailurePolicy> on_error;           // unset: the job's [run] on_error
+  std::optional<FailurePolicy> on_error;  // unset: the job's [run] on_error
+  IsolationConfig isolation;              // unset fields: the [run] ones
   std::string sha256;  // pinned SHA-256 of the plugin file (64 lowercase hex digits), or empty
   std::multimap<std::string, std::string> params;  // the plugin's own keys, as text
   ConfigSource section_source;
@@ -44,6 +59,7 @@ struct JobConfig {
   std::filesystem::path checkpoint_dir = "checkpoints";  // relative: from the run directory
   uint32_t keep_checkpoints = 5;                         // newest by step; 0 keeps all
   FailurePolicy on_error = FailurePolicy::disable;
+  IsolationConfig isolation;  // defaults for every hook; unset fields: the built-in defaults
   bool allow_insecure_plugins = false;       // load plugins that fail the trust rules
   std::vector<std::string> allowed_plugins;  // when not empty, the only plugin ids hooks may use
   std::string workload = "linreg";

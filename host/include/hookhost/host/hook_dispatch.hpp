@@ -24,6 +24,10 @@ struct CallResult {
   hh_status status = HH_OK;  // only the four defined codes: an unknown one arrives as HH_ERROR
   int32_t code = 0;          // hh_error.code, for HH_ERROR / HH_ERROR_FATAL
   std::string message;       // set for HH_ERROR / HH_ERROR_FATAL
+  // The hook's process (another isolation tier) crashed, exited, hung past its timeout or closed
+  // its channel during this call, or was already lost: status is HH_ERROR_FATAL, message says
+  // what happened, and every later call fails at once until restart() succeeds.
+  bool runner_lost = false;
   bool ok() const { return status == HH_OK || status == HH_STOP_REQUESTED; }
 };
 
@@ -44,6 +48,15 @@ class HookDispatch {
   virtual CallResult end(const hh_end_info& info) = 0;
   // Returns an error text when the plugin's destroy() threw (it still counts as destroyed).
   virtual std::string destroy() = 0;
+  // Brings a lost hook back (another isolation tier): a new process, create() again (the host
+  // kept the hook's state, so state_get sees the last saved one), then begin() and
+  // after_create_session() with the last session info, when they had been called. False, with
+  // the reason in *why, when that fails or the tier cannot restart (the in-process one). The
+  // runtime decides when to call it.
+  virtual bool restart(std::string* why) {
+    if (why) *why = "this hook runs in the host's process and cannot be restarted";
+    return false;
+  }
 };
 
 // Calls an hh_hook in this process. The callback pointers are copied here, once: a plugin that

@@ -39,10 +39,28 @@ const char* policy_name(FailurePolicy policy);
 std::optional<FailurePolicy> parse_policy(const std::string& text);
 const char* policy_choices();  // "continue, disable, stop or fail", for messages
 
+// What happens when a hook's process (another isolation tier) is lost: it crashed, exited, hung
+// past its timeout or closed its channel.
+enum class CrashPolicy {
+  restart,  // default: a new process, create/begin/after_create_session replayed with the hook's
+            // last saved state; after max_restarts the hook is disabled
+  disable,  // the hook gets no more calls; the others continue
+  stop,     // the hook is disabled and the job stops cleanly after the current step
+  fail,     // the job fails
+};
+const char* crash_policy_name(CrashPolicy policy);
+std::optional<CrashPolicy> parse_crash_policy(const std::string& text);
+
 struct HookSettings {
   std::string instance_name;
   int order = 0;  // lower runs first; ties keep the order hooks were added
   FailurePolicy on_error = FailurePolicy::disable;
+  CrashPolicy on_crash = CrashPolicy::restart;
+  uint32_t max_restarts = 3;                       // then the hook is disabled
+  std::chrono::milliseconds restart_backoff{100};  // doubled after each restart of the instance
+  // A call running longer is named in the log (in-process) or killed with its process (another
+  // isolation tier, which enforces it itself). 0: no limit.
+  std::chrono::milliseconds call_timeout{0};
 };
 
 enum class Outcome { completed, stopped, failed };

@@ -1,0 +1,208 @@
+// What the out-of-process tier costs: one process-isolated no-op hook call against the floor of
+// the mechanism it uses (a raw two-process ping-pong over the same SEQPACKET socketpair, with the
+// same poll on the socket and the runner's pidfd), measured in the same run, plus a call that
+// carries a 1 MiB fetched value and a whole runtime step with one sandboxed hook.
+// Each figure's ratio to the ping-pong floor is a counter (x_pingpong).
+#include <benchmark/benchmark.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <hookhost/host/discovery.hpp>
+#include <hookhost/host/loader.hpp>
+#include <hookhost/host/runtime.hpp>
+#include <map>
+#include <vector>
+
+#include "sandbox/channel.hpp"
+#include "sandbox/process_dispatch.hpp"
+#include "sandbox/runner_process.hpp"
+
+namespace {
+
+using namespace hookhost;
+using Clock = std::chrono::steady_clock;
+
+// Nanoseconds per iteration of the floor, once it has run.
+double g_pingpong_ns = 0;
+
+// Times the benchmark loop itself, so a figure can be put next to the floor as a counter.
+class LoopTimer {
+ public:
+  explicit LoopTimer(benchmark::State& state) : state_(state), start_(Clock::now()) {}
+  double ns_per_iteration() const {
+    const auto ns = std::chrono::duration<double, std::nano>(Clock::now() - start_).count();
+    return state_.iterations() ? ns / static_cast<double>(state_.iterations()) : 0;
+  }
+
+ private:
+  benchmark::State& state_;
+  Clock::time_point start_;
+};
+
+void ratio_to_floor(benchmark::State& state, const LoopTimer& timer) {
+  if (g_pingpong_ns > 0) state.counters["x_pingpong"] = timer.ns_per_iteration() / g_pingpong_ns;
+}
+
+class CountingSession : public Session {
+ public:
+  void create(int) override {}
+  int64_t global_step() const override { return step_; }
+  std::vector<std::string> fetchable() const override { return {"loss"}; }
+  std::vector<std::string> feedable() const override { return {}; }
+  StepResult run(const std::vector<std::string>& fetches, const TensorMap&) override {
+    ++step_;
+    StepResult r;
+    for (const auto& name : fetches) r.values.emplace(name, Tensor::scalar_f32(1.0f));
+    return r;
+  }
+
+ private:
+  int64_t step_ = 0;
+};
+
+std::shared_ptr<const LoadedPlugin> noop_plugin() {
+  static std::shared_ptr<const LoadedPlugin> plugin = [] {
+    DiscoveryResult found = discover_plugins({HOOKHOST_BENCH_PLUGIN_DIR});
+    const DiscoveredPlugin* p = found.find("bench_noop");
+    if (!p) throw std::runtime_error("bench_noop plugin not found");
+    return load_plugin(*p);
+  }();
+  return plugin;
+}
+
+RuntimeOptions quiet_options() {
+  RuntimeOptions options;
+  options.logger =
+      std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
+  return options;
+}
+
+// A runtime with `hooks` no-op hooks, sandboxed or not; `sandboxed_out` gets the first
+// sandboxed dispatcher.
+std::unique_ptr<Runtime> make_runtime(CountingSession& session, int hooks, bool sandboxed,
+                                      ProcessDispatch** sandboxed_out = nullptr) {
+  auto rt = std::make_unique<Runtime>(session, quiet_options());
+  auto plugin = noop_plugin();
+  for (int i = 0; i < hooks; ++i) {
+    const std::string name = "noop" + std::to_string(i);
+    const ResolvedParams params = resolve_params(plugin->metadata(), name, {{"fetch", "false"}});
+    if (!sandboxed) {
+      rt->add_hook(plugin, {name, 0, FailurePolicy::disable}, params);
+      continue;
+    }
+    HookSettings settings;
+    settings.instance_name = name;
+    rt->add_hook(plugin->metadata().id, plugin->entry().state_version, settings,
+                 [&](const hh_host& host) {
+                   auto d = make_process_dispatch(*plugin, name, params, host, SandboxOptions{});
+                   if (sandboxed_out && !*sandboxed_out)
+                     *sandboxed_out = dynamic_cast<ProcessDispatch*>(d.get());
+                   return d;
+                 });
+  }
+  return rt;
+}
+
+// ---- the floor: a raw ping-pong with a runner in echo mode ----------------------------------
+
+void BM_RawPingPong(benchmark::State& state) {
+  using namespace hookhost::sandbox;
+  std::string tried;
+  const auto program = find_runner_program({}, &tried);
+  if (program.empty()) {
+    state.SkipWithError(("hookhost-runner not found " + tried).c_str());
+    return;
+  }
+  auto [mine, theirs] = Channel::make_pair();
+  SpawnSpec spec;
+  spec.program = program;
+  spec.args = {"--parent-pid", std::to_string(::getpid()), "--echo"};
+  spec.fds = {-1, -1, -1, theirs.get(), -1};
+  RunnerProcess runner = RunnerProcess::spawn(spec);
+  theirs.reset();
+  Channel channel(std::move(mine));
+  std::vector<std::byte> payload(64);
+  Message reply;
+  LoopTimer timer(state);
+  for (auto _ : state) {
+    channel.send(MessageType::echo, 1, payload, kNoDeadline, runner.pidfd());
+    if (channel.receive(reply, kNoDeadline, runner.pidfd()) != ChannelStatus::ok) {
+      state.SkipWithError("the echo runner went away");
+      break;
+    }
+  }
+  g_pingpong_ns = timer.ns_per_iteration();
+  channel.close();
+  runner.wait_for_exit(std::chrono::seconds(2));
+}
+BENCHMARK(BM_RawPingPong)->UseRealTime();
+
+// ---- one process-isolated no-op call ------------------------------------------------------
+
+void BM_SandboxedNoopCall(benchmark::State& state) {
+  CountingSession session;
+  ProcessDispatch* hook = nullptr;
+  auto rt = make_runtime(session, 1, true, &hook);
+  hh_run_context ctx{};
+  ctx.struct_size = HH_RUN_CONTEXT_SIZE;
+  hh_run_request unused{};  // the no-op hook adds nothing
+  LoopTimer timer(state);
+  for (auto _ : state) benchmark::DoNotOptimize(hook->before_run(ctx, unused));
+  ratio_to_floor(state, timer);
+}
+BENCHMARK(BM_SandboxedNoopCall)->UseRealTime();
+
+// ---- a call carrying one 1 MiB fetched value --------------------------------------------------
+
+void BM_SandboxedCallWithValue(benchmark::State& state) {
+  CountingSession session;
+  ProcessDispatch* hook = nullptr;
+  auto rt = make_runtime(session, 1, true, &hook);
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  std::vector<float> data(bytes / sizeof(float), 1.5f);
+  const int64_t shape[1] = {static_cast<int64_t>(data.size())};
+  hh_tensor value;
+  hh_tensor_init(&value);
+  value.name = "weights";
+  value.dtype = HH_DTYPE_F32;
+  value.rank = 1;
+  value.shape = shape;
+  value.data = data.data();
+  value.byte_size = bytes;
+  hh_run_values values{};
+  values.struct_size = HH_RUN_VALUES_SIZE;
+  values.count = 1;
+  values.tensors = &value;
+  values.tensor_stride = sizeof(hh_tensor);
+  hh_run_context ctx{};
+  ctx.struct_size = HH_RUN_CONTEXT_SIZE;
+  LoopTimer timer(state);
+  for (auto _ : state) benchmark::DoNotOptimize(hook->after_run(ctx, values));
+  ratio_to_floor(state, timer);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+BENCHMARK(BM_SandboxedCallWithValue)->UseRealTime()->Arg(1 << 20);
+
+// ---- a whole runtime step: no hooks, one in-process hook, one sandboxed hook -----------------
+
+void BM_RuntimeStep(benchmark::State& state) {
+  CountingSession session;
+  auto rt = make_runtime(session, static_cast<int>(state.range(0)), state.range(1) != 0);
+  rt->start();
+  LoopTimer timer(state);
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run());
+  ratio_to_floor(state, timer);
+}
+BENCHMARK(BM_RuntimeStep)
+    ->UseRealTime()
+    ->ArgNames({"hooks", "sandboxed"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({1, 1});
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,505 @@
+// hookhost-runner: hosts sandboxed hook instances for a hookhost process (docs/isolation.md).
+// Started by the host only, with the channel on descriptor 3, the side channel on 4, and stdout
+// and stderr on pipes the host forwards to the instance's logger. It loads the plugin file the
+// host names, creates instances and runs their calls, forwarding every host call the plugin makes
+// back to the host. It links only the plugin ABI headers and the sandbox protocol.
+//
+//   hookhost-runner --parent-pid PID [--memory-limit-mb N]   serve the host
+//   hookhost-runner --parent-pid PID --echo                  echo every message (benchmark floor)
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "channel.hpp"
+#include "forwarding.hpp"
+#include "protocol.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+// Crashes stay the kernel's, so the host names the signal (ASan would catch SIGSEGV and exit with
+// status 1), and an allocation refused under memory_limit_mb returns NULL as it does without ASan.
+// Leaks of a plugin are not the runner's to report.
+extern "C" const char* __asan_default_options() {
+  return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:"
+         "allocator_may_return_null=1:detect_leaks=0";
+}
+#endif
+
+namespace hookhost::runner {
+namespace {
+
+using sandbox::CallEnd;
+using sandbox::ChannelStatus;
+using sandbox::Message;
+using sandbox::MessageType;
+using sandbox::Reader;
+using sandbox::Writer;
+
+constexpr int kExitUsage = 64;
+constexpr int kExitOrphaned = 65;
+constexpr int kExitProtocol = 70;
+
+[[noreturn]] void die(int status, const std::string& why) {
+  std::fprintf(stderr, "hookhost-runner: %s\n", why.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::_exit(status);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// The address space this process uses now, in bytes (VmSize), or 0.
+uint64_t address_space_in_use() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
+  return 0;
+}
+#endif
+
+void limit_memory(uint64_t megabytes) {
+  uint64_t bytes = megabytes * 1024 * 1024;
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan reserves terabytes of shadow address space at start: the limit is on top of that.
+  bytes += address_space_in_use();
+#endif
+  const rlimit limit{bytes, bytes};
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) die(kExitUsage, "setrlimit(RLIMIT_AS) failed");
+}
+
+class Runner {
+ public:
+  // Serves the host until it says shutdown or closes the channel.
+  int serve() {
+    Connection& c = connection();
+    Message message;
+    for (;;) {
+      const ChannelStatus status = c.main.receive(message);
+      if (status == ChannelStatus::closed) return 0;
+      if (status != ChannelStatus::ok) die(kExitProtocol, "channel: " + c.main.error());
+      Writer reply;
+      MessageType reply_type;
+      switch (message.type) {
+        case MessageType::load: reply_type = load(message, reply); break;
+        case MessageType::create: reply_type = create(message, reply); break;
+        case MessageType::call: reply_type = call(message, reply); break;
+        case MessageType::map_values: reply_type = map_values(message, reply); break;
+        case MessageType::destroy: reply_type = destroy(message, reply); break;
+        case MessageType::shutdown:
+          std::fflush(stdout);
+          std::fflush(stderr);
+          ::_exit(0);  // no static destructors: a plugin's could run after its instance is gone
+        default:
+          die(kExitProtocol,
+              std::string("unexpected message ") + sandbox::message_type_name(message.type));
+      }
+      if (c.main.send(reply_type, message.instance, reply.bytes()) != ChannelStatus::ok) return 0;
+    }
+  }
+
+ private:
+  Instance& instance(uint32_t id) {
+    auto it = instances_.find(id);
+    if (it == instances_.end()) die(kExitProtocol, "no instance " + std::to_string(id));
+    return *it->second;
+  }
+
+  // The loader's checks of the entry symbol (host/src/plugins/loader.cpp), in its words.
+  MessageType load(const Message& message, Writer& reply) {
+    Reader in(message.payload);
+    const auto version = in.get<uint32_t>();
+    const std::string path(in.get_bytes());
+    const std::string expected_id(in.get_bytes());
+    const std::string expected_version(in.get_bytes());
+    if (!in.complete()) die(kExitProtocol, "malformed load message");
+    auto refuse = [&](const std::string& why) {
+      reply.put<uint8_t>(0);
+      reply.put_text(why);
+      return MessageType::loaded;
+    };
+    if (version != sandbox::kProtocolVersion)
+      return refuse("the runner speaks sandbox protocol " +
+                    std::to_string(sandbox::kProtocolVersion) + ", the host " +
+                    std::to_string(version) + ": install matching hookhost and hookhost-runner");
+    const std::string rebuild =
+        " — rebuild the plugin with HH_PLUGIN_DEFINE / HOOKHOST_PLUGIN against this hookhost";
+    t_in_call = true;  // library constructors run here and might call nothing but themselves
+    void* library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    t_in_call = false;
+    if (!library) {
+      const char* error = ::dlerror();
+      return refuse(std::string("the dynamic loader refused it: ") + (error ? error : "unknown"));
+    }
+    const auto* entry = static_cast<const hh_plugin_entry*>(::dlsym(library, HH_ENTRY_SYMBOL));
+    if (!entry)
+      return refuse("has no symbol " HH_ENTRY_SYMBOL
+                    ": not a hookhost ABI 1 plugin, or the symbol is not exported" +
+                    rebuild);
+    if (entry->struct_size < HH_PLUGIN_ENTRY_SIZE_1_0)
+      return refuse(HH_ENTRY_SYMBOL " is too small: struct_size " +
+                    std::to_string(entry->struct_size) + ", below the ABI 1.0 size " +
+                    std::to_string(HH_PLUGIN_ENTRY_SIZE_1_0) + rebuild);
+    if (!hh_abi_is_compatible(entry->abi_major, entry->min_abi_minor))
+      return refuse(HH_ENTRY_SYMBOL " is built for hookhost ABI " +
+                    std::to_string(entry->abi_major) + "." + std::to_string(entry->min_abi_minor) +
+                    "; this host supports ABI " + std::to_string(HH_ABI_MAJOR) + "." +
+                    std::to_string(HH_ABI_MINOR) + rebuild);
+    if (!entry->create) return refuse(HH_ENTRY_SYMBOL " has no create function" + rebuild);
+    if (entry->state_version == 0) return refuse(HH_ENTRY_SYMBOL " has state_version 0 (>= 1)");
+    const std::string id = entry->id ? entry->id : "";
+    const std::string entry_version = entry->version ? entry->version : "";
+    if (id != expected_id || entry_version != expected_version)
+      return refuse("the file changed since the host read it: its entry is plugin '" + id +
+                    "' version '" + entry_version + "', the host expected '" + expected_id +
+                    "' version '" + expected_version + "' — run plugin discovery again");
+    entry_ = entry;
+    reply.put<uint8_t>(1);
+    reply.put_text("");
+    return MessageType::loaded;
+  }
+
+  MessageType create(const Message& message, Writer& reply) {
+    if (!entry_) die(kExitProtocol, "create before load");
+    Reader in(message.payload);
+    auto made = std::make_unique<Instance>();
+    Instance& inst = *made;
+    inst.id = message.instance;
+    inst.name = in.get_bytes();
+    inst.run_dir = in.get_bytes();
+    inst.plugin_id = in.get_bytes();
+    inst.services = in.get<uint32_t>();
+    // create() gets the parameters as hh_param_value, exactly as in the host.
+    const auto count = in.get<uint32_t>();
+    struct Param {
+      std::string name;
+      std::string text;
+      std::vector<std::string> items;
+      std::vector<const char*> item_pointers;
+    };
+    std::vector<Param> storage;
+    std::vector<hh_param_value> values;
+    for (uint32_t i = 0; i < count && !in.failed(); ++i) {
+      Param p;
+      hh_param_value v{};
+      v.struct_size = HH_PARAM_VALUE_SIZE;
+      p.name = in.get_bytes();
+      v.type = in.get<int32_t>();
+      v.is_set = in.get<int32_t>();
+      v.bool_value = in.get<int32_t>();
+      v.int_value = in.get<int64_t>();
+      v.float_value = in.get<double>();
+      p.text = in.get_bytes();
+      const auto items = in.get<uint32_t>();
+      for (uint32_t k = 0; k < items && !in.failed(); ++k) p.items.emplace_back(in.get_bytes());
+      v.list_count = static_cast<uint32_t>(p.items.size());
+      storage.push_back(std::move(p));
+      values.push_back(v);
+    }
+    if (!in.complete()) die(kExitProtocol, "malformed create message");
+    for (size_t i = 0; i < storage.size(); ++i) {
+      Param& p = storage[i];
+      for (const auto& item : p.items) p.item_pointers.push_back(item.c_str());
+      values[i].name = p.name.c_str();
+      values[i].string_value = p.text.c_str();
+      values[i].list_items = p.item_pointers.empty() ? nullptr : p.item_pointers.data();
+    }
+    hh_create_args args{};
+    args.struct_size = HH_CREATE_ARGS_SIZE;
+    args.instance_name = inst.name.c_str();
+    args.params = values.empty() ? nullptr : values.data();
+    args.param_count = static_cast<uint32_t>(values.size());
+    args.param_stride = sizeof(hh_param_value);
+
+    hh_hook* hook = nullptr;
+    hh_error err;
+    hh_error_init(&err);
+    hh_status status;
+    t_in_call = true;
+    try {
+      status = entry_->create(&inst.host, &args, &hook, &err);
+    } catch (...) {
+      status = HH_ERROR;
+      std::strcpy(err.message, "an exception escaped the plugin's create()");
+    }
+    t_in_call = false;
+    reply.put<int32_t>(status);
+    reply.put_text(std::string_view(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE)));
+    const bool usable =
+        status == HH_OK && hook && hook->struct_size >= HH_HOOK_SIZE_1_0 && hook->destroy;
+    reply.put<uint8_t>(hook ? 1 : 0);
+    reply.put<uint32_t>(hook ? hook->struct_size : 0);
+    reply.put<uint8_t>(hook && hook->destroy ? 1 : 0);
+    uint8_t implements = 0;
+    if (usable) {
+      // Copied once, as the host does: a plugin that rewrites its hh_hook changes nothing.
+      inst.hook = hook;
+      inst.begin = hook->begin;
+      inst.after_create_session = hook->after_create_session;
+      inst.before_run = hook->before_run;
+      inst.after_run = hook->after_run;
+      inst.end = hook->end;
+      inst.destroy = hook->destroy;
+      const bool callbacks[] = {inst.begin != nullptr, inst.after_create_session != nullptr,
+                                inst.before_run != nullptr, inst.after_run != nullptr,
+                                inst.end != nullptr};
+      for (unsigned i = 0; i < sandbox::kCallbackCount; ++i)
+        if (callbacks[i]) implements |= static_cast<uint8_t>(1u << i);
+      instances_[inst.id] = std::move(made);
+    } else {
+      made.release();  // an instance that cannot be trusted is leaked, as the host does
+    }
+    reply.put<uint8_t>(implements);
+    return MessageType::created;
+  }
+
+  // Runs one plugin function the way the in-process tier does, and writes the call_result.
+  template <typename Fn>
+  void run_call(Writer& reply, Fn&& fn) {
+    err_.struct_size = HH_ERROR_SIZE;
+    err_.code = 0;
+    err_.message[0] = '\0';
+    CallEnd end = CallEnd::returned;
+    hh_status status = HH_OK;
+    std::string what;
+    t_in_call = true;
+    try {
+      status = fn(&err_);
+    } catch (const std::exception& e) {
+      end = CallEnd::exception;
+      what = e.what();
+    } catch (...) {
+      end = CallEnd::unknown_exception;
+    }
+    t_in_call = false;
+    reply.put<uint8_t>(static_cast<uint8_t>(end));
+    reply.put<int32_t>(status);
+    reply.put<int32_t>(err_.code);
+    // A message the plugin left unterminated is cut at the buffer's end, as in the host.
+    if (end == CallEnd::exception)
+      reply.put_text(std::string_view(what).substr(0, HH_ERROR_MESSAGE_SIZE - 1));
+    else
+      reply.put_text(
+          std::string_view(err_.message, ::strnlen(err_.message, HH_ERROR_MESSAGE_SIZE)));
+  }
+
+  static hh_run_context read_context(Reader& in) {
+    hh_run_context ctx{};
+    ctx.struct_size = HH_RUN_CONTEXT_SIZE;
+    ctx.stop_requested = in.get<int32_t>();
+    ctx.global_step = in.get<int64_t>();
+    ctx.iteration = in.get<int64_t>();
+    return ctx;
+  }
+
+  MessageType call(const Message& message, Writer& reply) {
+    Instance& inst = instance(message.instance);
+    Reader in(message.payload);
+    const auto callback = in.get<uint8_t>();
+    switch (callback) {
+      case 0:
+        if (!in.complete()) break;
+        run_call(reply, [&](hh_error* e) { return inst.begin ? inst.begin(inst.hook, e) : HH_OK; });
+        return MessageType::call_result;
+      case 1: {
+        hh_session_info info{};
+        info.struct_size = HH_SESSION_INFO_SIZE;
+        info.creation = in.get<uint32_t>();
+        info.global_step = in.get<int64_t>();
+        if (!in.complete()) break;
+        run_call(reply, [&](hh_error* e) {
+          return inst.after_create_session ? inst.after_create_session(inst.hook, &info, e) : HH_OK;
+        });
+        return MessageType::call_result;
+      }
+      case 2: {
+        const hh_run_context ctx = read_context(in);
+        if (!in.complete()) break;
+        inst.request_open = true;
+        run_call(reply, [&](hh_error* e) {
+          return inst.before_run ? inst.before_run(inst.hook, &ctx, &inst.request, e) : HH_OK;
+        });
+        inst.request_open = false;
+        return MessageType::call_result;
+      }
+      case 3: {
+        const hh_run_context ctx = read_context(in);
+        std::string problem;
+        const hh_run_values values = read_values(in, &problem);
+        if (!in.complete()) break;
+        if (!problem.empty()) {
+          run_call(reply, [&](hh_error* e) { return hh_fail(e, HH_ERROR_FATAL, problem.c_str()); });
+          return MessageType::call_result;
+        }
+        run_call(reply, [&](hh_error* e) {
+          return inst.after_run ? inst.after_run(inst.hook, &ctx, &values, e) : HH_OK;
+        });
+        return MessageType::call_result;
+      }
+      case 4: {
+        hh_end_info info{};
+        info.struct_size = HH_END_INFO_SIZE;
+        info.outcome = in.get<int32_t>();
+        info.stop_cause = in.get<int32_t>();
+        const std::string reason(in.get_bytes());
+        info.reason = reason.c_str();
+        info.global_step = in.get<int64_t>();
+        if (!in.complete()) break;
+        run_call(reply,
+                 [&](hh_error* e) { return inst.end ? inst.end(inst.hook, &info, e) : HH_OK; });
+        return MessageType::call_result;
+      }
+      default: break;
+    }
+    die(kExitProtocol, "malformed call message");
+  }
+
+  // Views into the read-only arena for an after_run; every offset is checked against its size.
+  hh_run_values read_values(Reader& in, std::string* problem) {
+    const auto count = in.get<uint32_t>();
+    views_.clear();
+    for (uint32_t i = 0; i < count && !in.failed(); ++i) {
+      const auto name_offset = in.get<uint64_t>();
+      const auto shape_offset = in.get<uint64_t>();
+      const auto rank = in.get<uint32_t>();
+      const auto dtype = in.get<int32_t>();
+      const auto data_offset = in.get<uint64_t>();
+      const auto byte_size = in.get<uint64_t>();
+      auto inside = [&](uint64_t offset, uint64_t size) {
+        return offset <= arena_size_ && size <= arena_size_ - offset;
+      };
+      if (!inside(name_offset, 1) ||
+          !std::memchr(arena_ + name_offset, 0, arena_size_ - name_offset) || rank > HH_MAX_RANK ||
+          !inside(shape_offset, rank * sizeof(int64_t)) || !inside(data_offset, byte_size)) {
+        *problem = "the host sent fetched values outside the arena the runner mapped";
+        continue;
+      }
+      hh_tensor t;
+      hh_tensor_init(&t);
+      t.name = reinterpret_cast<const char*>(arena_ + name_offset);
+      t.dtype = dtype;
+      t.rank = rank;
+      t.shape = rank ? reinterpret_cast<const int64_t*>(arena_ + shape_offset) : nullptr;
+      t.data = byte_size ? arena_ + data_offset : nullptr;
+      t.byte_size = byte_size;
+      views_.push_back(t);
+    }
+    hh_run_values values{};
+    values.struct_size = HH_RUN_VALUES_SIZE;
+    values.count = static_cast<uint32_t>(views_.size());
+    values.tensors = views_.empty() ? nullptr : views_.data();
+    values.tensor_stride = sizeof(hh_tensor);
+    return values;
+  }
+
+  MessageType map_values(const Message& message, Writer& reply) {
+    Reader in(message.payload);
+    const auto size = in.get<uint64_t>();
+    in.get<uint64_t>();  // the generation: informative
+    if (!in.complete() || !message.fd) die(kExitProtocol, "malformed map_values message");
+    // Read-only: the descriptor was opened O_RDONLY, so PROT_WRITE (now or by mprotect) fails.
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, message.fd.get(), 0);
+    if (map == MAP_FAILED) {
+      reply.put<uint8_t>(0);
+      reply.put<uint64_t>(0);
+      reply.put_text(std::strerror(errno));
+      return MessageType::values_mapped;
+    }
+    if (arena_) ::munmap(const_cast<std::byte*>(arena_), arena_size_);
+    arena_ = static_cast<const std::byte*>(map);
+    arena_size_ = size;
+    reply.put<uint8_t>(1);
+    reply.put<uint64_t>(reinterpret_cast<uintptr_t>(map));
+    reply.put_text("");
+    return MessageType::values_mapped;
+  }
+
+  MessageType destroy(const Message& message, Writer& reply) {
+    Instance& inst = instance(message.instance);
+    std::string error;
+    t_in_call = true;
+    try {
+      inst.destroy(inst.hook);
+    } catch (const std::exception& e) {
+      error = std::string("an exception escaped destroy(): ") + e.what();
+    } catch (...) {
+      error = "an unknown exception escaped destroy()";
+    }
+    t_in_call = false;
+    // The Instance stays: a plugin thread that outlives destroy finds it, never freed memory.
+    instances_.at(message.instance).release();
+    instances_.erase(message.instance);
+    reply.put_text(error);
+    return MessageType::destroyed;
+  }
+
+  const hh_plugin_entry* entry_ = nullptr;
+  std::map<uint32_t, std::unique_ptr<Instance>> instances_;
+  hh_error err_{};
+  std::vector<hh_tensor> views_;
+  const std::byte* arena_ = nullptr;
+  size_t arena_size_ = 0;
+};
+
+// The benchmark's floor: the same channel, no plugin.
+int echo() {
+  sandbox::Channel& channel = connection().main;
+  Message message;
+  while (channel.receive(message) == ChannelStatus::ok)
+    if (channel.send(message.type, message.instance, message.payload) != ChannelStatus::ok) break;
+  return 0;
+}
+
+}  // namespace
+}  // namespace hookhost::runner
+
+int main(int argc, char** argv) {
+  using namespace hookhost::runner;
+  // A second line behind the host's spawn, which closes every other descriptor already.
+  ::syscall(SYS_close_range, 5u, ~0u, 0u);
+  long parent = -1;
+  uint64_t memory_limit_mb = 0;
+  bool echo_mode = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--parent-pid" && i + 1 < argc)
+      parent = std::strtol(argv[++i], nullptr, 10);
+    else if (arg == "--memory-limit-mb" && i + 1 < argc)
+      memory_limit_mb = std::strtoull(argv[++i], nullptr, 10);
+    else if (arg == "--echo")
+      echo_mode = true;
+    else
+      die(kExitUsage, "unknown argument '" + arg + "' (this program is started by hookhost)");
+  }
+  if (parent <= 0)
+    die(kExitUsage, "--parent-pid is required (this program is started by hookhost)");
+  // Dies with the host; the check after it catches a host that died before prctl ran.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) die(kExitOrphaned, "the host process is gone");
+  // A plugin's printf reaches the host's log line by line, not when a buffer fills.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (memory_limit_mb > 0) limit_memory(memory_limit_mb);
+
+  Connection& c = connection();
+  c.main =
+      hookhost::sandbox::Channel(hookhost::sandbox::UniqueFd(hookhost::sandbox::kRunnerChannelFd));
+  c.side = hookhost::sandbox::Channel(
+      hookhost::sandbox::UniqueFd(hookhost::sandbox::kRunnerSideChannelFd));
+  if (echo_mode) return echo();
+  Runner runner;
+  const int status = runner.serve();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::_exit(status);
+}

@@ -1,0 +1,59 @@
+// The out-of-process isolation tier: a hook instance that lives in a hookhost-runner process,
+// which loads the same plugin file and runs the same unchanged plugin. Every call crosses a
+// socketpair; every host call the plugin makes there comes back and is carried out on the
+// instance's real hh_host, so results and validation are the in-process ones. A crash (any
+// signal), an exit (any status), a call over its timeout, or a closed channel costs this hook
+// only: the call fails with HH_ERROR_FATAL and CallResult::runner_lost, and names what happened.
+// docs/isolation.md describes the design and its limits.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <hookhost/host.h>
+
+#include "hookhost/host/hook_dispatch.hpp"
+#include "hookhost/host/loader.hpp"
+#include "hookhost/host/params.hpp"
+
+namespace hookhost {
+
+struct SandboxOptions {
+  // Empty: hookhost-runner next to the running program (/proc/self/exe's folder), then in the
+  // build tree's program folder.
+  std::filesystem::path runner_program;
+  std::chrono::milliseconds call_timeout{0};  // 0: no limit; a call over it kills the runner
+  uint64_t memory_limit_mb = 0;               // 0: none; else RLIMIT_AS in the runner
+};
+
+// Where hookhost-runner is found for `options` (the first candidate that is an executable file),
+// or empty with the places looked at in *tried.
+std::filesystem::path find_runner_program(const SandboxOptions& options, std::string* tried);
+
+// Starts a runner, loads `plugin.file()` there (the runner checks the entry as the loader does:
+// struct_size, ABI, and that it is the plugin `plugin.metadata()` describes) and runs create()
+// there with `params`. Only the file and the metadata of `plugin` are used: the plugin need not
+// be loaded into this process. Throws ConfigError, naming the instance, plugin and file, with the
+// plugin's message when create() fails, and with what happened when the runner cannot start or
+// dies while loading or creating.
+std::unique_ptr<HookDispatch> make_process_dispatch(const LoadedPlugin& plugin,
+                                                    const std::string& instance_name,
+                                                    const ResolvedParams& params,
+                                                    const hh_host& host,
+                                                    const SandboxOptions& options);
+
+// The dispatcher make_process_dispatch returns, for callers that want to look at its runner.
+class ProcessDispatch : public HookDispatch {
+ public:
+  // The current (or last) runner's process id.
+  virtual pid_t runner_pid() const = 0;
+  // True from the call that lost the runner until a restart() succeeds.
+  virtual bool runner_lost() const = 0;
+};
+
+}  // namespace hookhost

@@ -1,0 +1,85 @@
+#include "protocol.hpp"
+
+namespace hookhost::sandbox {
+
+const char* message_type_name(MessageType type) {
+  switch (type) {
+    case MessageType::load: return "load";
+    case MessageType::create: return "create";
+    case MessageType::call: return "call";
+    case MessageType::map_values: return "map_values";
+    case MessageType::destroy: return "destroy";
+    case MessageType::shutdown: return "shutdown";
+    case MessageType::service_reply: return "service_reply";
+    case MessageType::loaded: return "loaded";
+    case MessageType::created: return "created";
+    case MessageType::call_result: return "call_result";
+    case MessageType::values_mapped: return "values_mapped";
+    case MessageType::destroyed: return "destroyed";
+    case MessageType::service_request: return "service_request";
+    case MessageType::echo: return "echo";
+  }
+  return "unknown";
+}
+
+const char* service_op_name(ServiceOp op) {
+  switch (op) {
+    case ServiceOp::log: return "log";
+    case ServiceOp::log_enabled: return "log_enabled";
+    case ServiceOp::global_step: return "global_step";
+    case ServiceOp::request_stop: return "request_stop";
+    case ServiceOp::should_stop: return "should_stop";
+    case ServiceOp::state_put: return "state_put";
+    case ServiceOp::state_info: return "state_info";
+    case ServiceOp::state_get: return "state_get";
+    case ServiceOp::add_fetch: return "add_fetch";
+    case ServiceOp::add_feed: return "add_feed";
+    case ServiceOp::checkpoint_request: return "hh.checkpoint/1 request";
+    case ServiceOp::checkpoint_last_written: return "hh.checkpoint/1 last_written";
+    case ServiceOp::summary_add_scalar: return "hh.summary/1 add_scalar";
+    case ServiceOp::summary_add_session_log: return "hh.summary/1 add_session_log";
+    case ServiceOp::summary_flush: return "hh.summary/1 flush";
+    case ServiceOp::steps_publish_last_step: return "hh.steps/1 publish_last_step";
+    case ServiceOp::steps_last_step: return "hh.steps/1 last_step";
+  }
+  return "unknown";
+}
+
+void Writer::put_bytes(const void* data, size_t size) {
+  put<uint64_t>(size);
+  if (size == 0) return;
+  const size_t at = bytes_.size();
+  bytes_.resize(at + size);
+  std::memcpy(bytes_.data() + at, data, size);
+}
+
+void Writer::put_optional(const void* data, size_t size) {
+  put<uint8_t>(data ? 1 : 0);
+  if (data) put_bytes(data, size);
+}
+
+std::string_view Reader::get_bytes() {
+  const auto size = get<uint64_t>();
+  if (failed_ || size > bytes_.size() - offset_) {
+    failed_ = true;
+    offset_ = bytes_.size();
+    return {};
+  }
+  std::string_view out(reinterpret_cast<const char*>(bytes_.data()) + offset_, size);
+  offset_ += size;
+  return out;
+}
+
+bool Reader::get_optional(std::string_view* out) {
+  *out = {};
+  if (get<uint8_t>() == 0) return false;
+  *out = get_bytes();
+  return !failed_;
+}
+
+std::string_view bounded_c_text(const char* text, size_t max) {
+  if (!text) return {};
+  return std::string_view(text, ::strnlen(text, max + 1));
+}
+
+}  // namespace hookhost::sandbox

@@ -1,0 +1,181 @@
+#include "runner_io.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "service_requests.hpp"
+
+namespace hookhost::sandbox {
+
+namespace {
+
+constexpr size_t kMaxLineBytes = 8192;  // a longer line is forwarded in pieces
+constexpr auto kWindow = std::chrono::seconds(1);
+
+void set_nonblocking(int fd) {
+  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+}  // namespace
+
+RunnerIo::RunnerIo(const hh_host& host, UniqueFd stdout_pipe, UniqueFd stderr_pipe,
+                   UniqueFd side_channel, int max_lines_per_second)
+    : host_(host),
+      out_{std::move(stdout_pipe), HH_LOG_INFO, {}},
+      err_{std::move(stderr_pipe), HH_LOG_WARN, {}},
+      side_(std::move(side_channel)),
+      wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      max_lines_per_second_(max_lines_per_second) {
+  if (!wake_) throw std::system_error(errno, std::generic_category(), "eventfd");
+  set_nonblocking(out_.fd.get());
+  set_nonblocking(err_.fd.get());
+  window_start_ = Clock::now();
+  thread_ = std::thread([this] { run(); });
+}
+
+RunnerIo::~RunnerIo() {
+  stop();
+}
+
+void RunnerIo::stop() {
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_.get(), &one, sizeof one);
+  thread_.join();
+}
+
+std::string RunnerIo::side_channel_problem() const {
+  std::lock_guard lock(problem_mutex_);
+  return side_problem_;
+}
+
+void RunnerIo::run() {
+  for (;;) {
+    pollfd fds[4];
+    nfds_t n = 0;
+    auto add = [&](int fd) {
+      fds[n] = {fd, POLLIN, 0};
+      return fd >= 0 ? static_cast<int>(n++) : -1;
+    };
+    const int wake = add(wake_.get());
+    const int out = add(out_.fd.get());
+    const int err = add(err_.fd.get());
+    const int side = add(side_.fd());
+    if (out < 0 && err < 0 && side < 0) break;  // the runner is gone and everything is read
+    int timeout = -1;  // with lines dropped, wake up when the window ends to say so
+    if (dropped_ > 0) {
+      const auto left = window_start_ + kWindow - Clock::now();
+      timeout = static_cast<int>(std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1));
+    }
+    const int ready = ::poll(fds, n, timeout);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) {
+      if (Clock::now() - window_start_ >= kWindow) {
+        note_dropped();
+        window_start_ = Clock::now();
+        lines_in_window_ = 0;
+      }
+      continue;
+    }
+    if (fds[wake].revents) break;
+    if (out >= 0 && fds[out].revents) drain(out_, false);
+    if (err >= 0 && fds[err].revents) drain(err_, false);
+    if (side >= 0 && fds[side].revents) serve_side_request();
+  }
+  drain(out_, true);
+  drain(err_, true);
+  note_dropped();
+}
+
+void RunnerIo::drain(Stream& stream, bool final) {
+  char buffer[16384];
+  while (stream.fd) {
+    const ssize_t n = ::read(stream.fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) stream.fd.reset();  // end of file
+      break;
+    }
+    stream.partial.append(buffer, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = stream.partial.find('\n', start)) != std::string::npos; start = nl + 1)
+      emit(stream.level, std::string_view(stream.partial).substr(start, nl - start));
+    stream.partial.erase(0, start);
+    while (stream.partial.size() >= kMaxLineBytes) {
+      emit(stream.level, std::string_view(stream.partial).substr(0, kMaxLineBytes));
+      stream.partial.erase(0, kMaxLineBytes);
+    }
+  }
+  // The last line of a runner that ended without a newline.
+  if ((final || !stream.fd) && !stream.partial.empty()) {
+    emit(stream.level, stream.partial);
+    stream.partial.clear();
+  }
+}
+
+void RunnerIo::emit(int level, std::string_view line) {
+  const auto now = Clock::now();
+  if (now - window_start_ >= kWindow) {
+    note_dropped();
+    window_start_ = now;
+    lines_in_window_ = 0;
+  }
+  if (lines_in_window_ >= max_lines_per_second_) {
+    ++dropped_;
+    return;
+  }
+  ++lines_in_window_;
+  host_.log(&host_, level, line.data(), line.size());
+}
+
+void RunnerIo::note_dropped() {
+  if (dropped_ == 0) return;
+  const std::string text = std::to_string(dropped_) +
+                           " lines of the runner's output dropped (more than " +
+                           std::to_string(max_lines_per_second_) + " lines a second)";
+  host_.log(&host_, HH_LOG_WARN, text.data(), text.size());
+  dropped_ = 0;
+}
+
+void RunnerIo::serve_side_request() {
+  auto broken = [&](const std::string& why) {
+    {
+      std::lock_guard lock(problem_mutex_);
+      side_problem_ = why;
+    }
+    side_.close();
+  };
+  Message message;
+  switch (side_.receive(message, kNoDeadline, wake_.get())) {
+    case ChannelStatus::ok: break;
+    case ChannelStatus::closed: side_.close(); return;
+    case ChannelStatus::watch_ready:
+    case ChannelStatus::timed_out: return;  // stopping: the loop sees the wake-up
+    case ChannelStatus::malformed:
+    case ChannelStatus::failed: broken("its side channel: " + side_.error()); return;
+  }
+  if (message.type != MessageType::service_request) {
+    broken(std::string("an unexpected ") + message_type_name(message.type) +
+           " message on its side channel");
+    return;
+  }
+  Reader in(message.payload);
+  Writer reply;
+  std::string why;
+  if (!serve_request(host_, nullptr, in, reply, &why)) {
+    broken(why + " on its side channel");
+    return;
+  }
+  if (side_.send(MessageType::service_reply, message.instance, reply.bytes(), kNoDeadline,
+                 wake_.get()) != ChannelStatus::ok)
+    side_.close();
+}
+
+}  // namespace hookhost::sandbox
