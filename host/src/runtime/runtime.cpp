@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "runtime/crash_blame.hpp"
+#include "runtime/create_verdict.hpp"
 #include "runtime/watchdog.hpp"
 #include "runtime_impl.hpp"
 #include "services/event_writer.hpp"
@@ -620,25 +621,10 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
     if (hook) services.release()->ended = true;
     throw ConfigError(where + ": " + why);
   };
-  if (status == HH_OK && !hook)
-    refuse("create() returned HH_OK without an instance (a plugin bug: it must set *out_hook)");
-  if (status != HH_OK) {
-    if (status == HH_ERROR || status == HH_ERROR_FATAL)
-      refuse(message.empty() ? "create() failed without a message" : message);
-    if (status == HH_STOP_REQUESTED)
-      refuse(
-          "create() returned HH_STOP_REQUESTED, which only lifecycle calls may return (a plugin "
-          "bug: create returns HH_OK or HH_ERROR)" +
-          (message.empty() ? "" : ": " + message));
-    refuse("create() returned the undefined status " + std::to_string(status) +
-           " (a plugin bug: create returns HH_OK or HH_ERROR)" +
-           (message.empty() ? "" : ": " + message));
-  }
-  if (hook->struct_size < HH_HOOK_SIZE_1_0)
-    refuse("create() returned an hh_hook with struct_size " + std::to_string(hook->struct_size) +
-           ", below the ABI 1.0 size " + std::to_string(HH_HOOK_SIZE_1_0) +
-           " (initialise it with hh_hook_init)");
-  if (!hook->destroy) refuse("create() returned an hh_hook without destroy (it is required)");
+  if (std::string why = create_refusal(status, message, hook != nullptr,
+                                       hook ? hook->struct_size : 0, hook && hook->destroy);
+      !why.empty())
+    refuse(why);
   auto slot = std::make_unique<Slot>();
   slot->settings = std::move(settings);
   slot->plugin = plugin;

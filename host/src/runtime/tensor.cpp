@@ -1,5 +1,7 @@
 #include "hookhost/host/tensor.hpp"
 
+#include "runtime/view_layout.hpp"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -19,29 +21,6 @@ Tensor make_scalar(hh_dtype dtype, T value) {
 
 std::string device_text(hh_device d) {
   return std::to_string(d.type) + ":" + std::to_string(d.id);
-}
-
-bool known_device(int32_t type) {
-  return type == HH_DEVICE_CPU || type == HH_DEVICE_CUDA || type == HH_DEVICE_CUDA_HOST ||
-         type == HH_DEVICE_ROCM;
-}
-
-// The bytes a strided layout reaches from `data`: (max offset + 1) elements, or 0 when empty.
-bool strided_extent(const hh_tensor& v, size_t element, size_t* bytes) {
-  size_t last = 0;
-  for (uint32_t d = 0; d < v.rank; ++d) {
-    if (v.shape[d] == 0) {
-      *bytes = 0;
-      return true;
-    }
-    size_t step = 0;
-    if (__builtin_mul_overflow(static_cast<size_t>(v.shape[d] - 1),
-                               static_cast<size_t>(v.strides[d]), &step) ||
-        __builtin_add_overflow(last, step, &last))
-      return false;
-  }
-  return !__builtin_add_overflow(last, size_t{1}, &last) &&
-         !__builtin_mul_overflow(last, element, bytes);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "protocol.hpp"
 #include "runner_io.hpp"
 #include "runner_process.hpp"
+#include "runtime/create_verdict.hpp"
 #include "service_requests.hpp"
 #include "shared_values.hpp"
 
@@ -30,6 +31,8 @@ constexpr uint32_t kInstanceId = 1;  // one instance per runner for now; the pro
 constexpr const char* kRunnerName = "hookhost-runner";
 // How long a runner that closed its channel may take to finish dying before it counts as alive.
 constexpr auto kDeathGrace = std::chrono::milliseconds(1000);
+// How long a runner that crashed may take to write its core dump before it is killed.
+constexpr auto kCoreDumpGrace = std::chrono::seconds(30);
 // destroy() waits this long for the plugin's destroy (unless call_timeout is set) and then for
 // the runner to exit, before killing it.
 constexpr auto kDestroyTimeout = std::chrono::seconds(5);
@@ -133,26 +136,10 @@ class ProcessDispatchImpl final : public ProcessDispatch {
     const auto implements = created.get<uint8_t>();
     if (!created.complete() || message.size() > HH_ERROR_MESSAGE_SIZE)
       refuse(broke_protocol("a malformed created reply", "during create()"));
-    // The runtime's words for each way create() can fail (Runtime::add_hook).
-    if (status == HH_OK && !has_hook)
-      refuse("create() returned HH_OK without an instance (a plugin bug: it must set *out_hook)");
-    if (status != HH_OK) {
-      if (status == HH_ERROR || status == HH_ERROR_FATAL)
-        refuse(message.empty() ? "create() failed without a message" : message);
-      if (status == HH_STOP_REQUESTED)
-        refuse(
-            "create() returned HH_STOP_REQUESTED, which only lifecycle calls may return (a plugin "
-            "bug: create returns HH_OK or HH_ERROR)" +
-            (message.empty() ? "" : ": " + message));
-      refuse("create() returned the undefined status " + std::to_string(status) +
-             " (a plugin bug: create returns HH_OK or HH_ERROR)" +
-             (message.empty() ? "" : ": " + message));
-    }
-    if (hook_size < HH_HOOK_SIZE_1_0)
-      refuse("create() returned an hh_hook with struct_size " + std::to_string(hook_size) +
-             ", below the ABI 1.0 size " + std::to_string(HH_HOOK_SIZE_1_0) +
-             " (initialise it with hh_hook_init)");
-    if (!has_destroy) refuse("create() returned an hh_hook without destroy (it is required)");
+    // The runtime's words for each way create() can fail.
+    if (std::string why = create_refusal(status, message, has_hook, hook_size, has_destroy);
+        !why.empty())
+      refuse(why);
     implements_ = implements;
     created_ = true;
   }
@@ -388,6 +375,8 @@ class ProcessDispatchImpl final : public ProcessDispatch {
         process_.kill_and_reap();
         return record_loss("closed its channel" + suffix + " and was killed");
       case ChannelStatus::timed_out:
+        // A crash whose core dump is still being written is a crash, not a hang.
+        if (process_.dumping_core() && process_.wait_for_exit(kCoreDumpGrace)) return ended(during);
         process_.kill_and_reap();
         return record_loss("did not answer within call_timeout_ms = " +
                            std::to_string(options_.call_timeout.count()) + suffix +

@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -207,6 +208,14 @@ std::optional<int> RunnerProcess::wait_for_exit(std::chrono::milliseconds timeou
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return try_reap(false) ? wait_status_ : std::nullopt;
+}
+
+bool RunnerProcess::dumping_core() const {
+  if (!started() || reaped()) return false;
+  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("CoreDumping:", 0) == 0) return line.find('1') != std::string::npos;
+  return false;
 }
 
 int RunnerProcess::kill_and_reap() {

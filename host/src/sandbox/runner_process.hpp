@@ -53,6 +53,8 @@ class RunnerProcess {
   // SIGKILL (through the pidfd when there is one: never a recycled pid), then reaps. Returns the
   // wait status.
   int kill_and_reap();
+  // True while the kernel writes its core dump (it crashed, and is not dead yet).
+  bool dumping_core() const;
 
  private:
   bool try_reap(bool block);
