@@ -1,7 +1,8 @@
 // What the out-of-process tier costs: one process-isolated no-op hook call against the floor of
 // the mechanism it uses (a raw two-process ping-pong over the same SEQPACKET socketpair, with the
 // same poll on the socket and the runner's pidfd), measured in the same run, plus a call that
-// carries a 1 MiB fetched value and a whole runtime step with one sandboxed hook.
+// carries a 1 MiB fetched value, a whole runtime step with one sandboxed hook, and starting and
+// stopping a runner.
 // Each figure's ratio to the ping-pong floor is a counter (x_pingpong).
 #include <benchmark/benchmark.h>
 #include <spdlog/sinks/null_sink.h>
@@ -202,6 +203,17 @@ BENCHMARK(BM_RuntimeStep)
     ->Args({0, 0})
     ->Args({1, 0})
     ->Args({1, 1});
+
+// ---- starting and stopping a runner: spawn, load, create, destroy, exit --------------------
+
+void BM_RunnerStartAndStop(benchmark::State& state) {
+  for (auto _ : state) {
+    CountingSession session;
+    auto rt = make_runtime(session, 1, true);
+    rt.reset();  // destroy: the instance is destroyed and the runner exits and is reaped
+  }
+}
+BENCHMARK(BM_RunnerStartAndStop)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
