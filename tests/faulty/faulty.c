@@ -509,7 +509,7 @@ static hh_status f_create(const hh_host* host, const hh_create_args* args, hh_ho
 
 #define FAULTY_PARAMS(P)                                                                      \
   P(behaviour, STRING, DEFAULT, "ok", "the fault: ok, error, fatal, segv, abort, exit3, ...") \
-  P(callback, STRING, DEFAULT, "before_run", "where: create, begin, ..., end, destroy")                \
+  P(callback, STRING, DEFAULT, "before_run", "where: create, begin, ..., end, destroy")       \
   P(at_step, INT, DEFAULT, "0", "the context's global step of the faulty before/after_run")   \
   P(trace, STRING, DEFAULT, "", "file to append one line per call to")
 
