@@ -10,9 +10,13 @@
 #include <hookhost/host/runtime.hpp>
 #include <map>
 
+#include "bench_support.hpp"
+
 namespace {
 
 using namespace hookhost;
+using hookhost::bench::CountingSession;
+using hookhost::bench::noop_plugin;
 
 // ---- baselines ------------------------------------------------------------------------------
 
@@ -31,34 +35,6 @@ void BM_DirectVirtualCall(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(hook->after_run(step++));
 }
 BENCHMARK(BM_DirectVirtualCall);
-
-// A workload whose step costs almost nothing, so the hooks' share shows.
-class CountingSession : public Session {
- public:
-  void create(int) override {}
-  int64_t global_step() const override { return step_; }
-  std::vector<std::string> fetchable() const override { return {"loss"}; }
-  std::vector<std::string> feedable() const override { return {}; }
-  StepResult run(const std::vector<std::string>& fetches, const TensorMap&) override {
-    ++step_;
-    StepResult r;
-    for (const auto& name : fetches) r.values.emplace(name, Tensor::scalar_f32(1.0f));
-    return r;
-  }
-
- private:
-  int64_t step_ = 0;
-};
-
-std::shared_ptr<const LoadedPlugin> noop_plugin() {
-  static std::shared_ptr<const LoadedPlugin> plugin = [] {
-    DiscoveryResult found = discover_plugins({HOOKHOST_BENCH_PLUGIN_DIR});
-    const DiscoveredPlugin* p = found.find("bench_noop");
-    if (!p) throw std::runtime_error("bench_noop plugin not found");
-    return load_plugin(*p);
-  }();
-  return plugin;
-}
 
 std::unique_ptr<Runtime> make_runtime(CountingSession& session, int hooks, bool fetch) {
   RuntimeOptions options;

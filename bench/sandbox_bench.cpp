@@ -17,6 +17,7 @@
 #include <map>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "sandbox/channel.hpp"
 #include "sandbox/process_dispatch.hpp"
 #include "sandbox/runner_process.hpp"
@@ -24,6 +25,8 @@
 namespace {
 
 using namespace hookhost;
+using hookhost::bench::CountingSession;
+using hookhost::bench::noop_plugin;
 using Clock = std::chrono::steady_clock;
 
 // Nanoseconds per iteration of the floor, once it has run.
@@ -45,33 +48,6 @@ class LoopTimer {
 
 void ratio_to_floor(benchmark::State& state, const LoopTimer& timer) {
   if (g_pingpong_ns > 0) state.counters["x_pingpong"] = timer.ns_per_iteration() / g_pingpong_ns;
-}
-
-class CountingSession : public Session {
- public:
-  void create(int) override {}
-  int64_t global_step() const override { return step_; }
-  std::vector<std::string> fetchable() const override { return {"loss"}; }
-  std::vector<std::string> feedable() const override { return {}; }
-  StepResult run(const std::vector<std::string>& fetches, const TensorMap&) override {
-    ++step_;
-    StepResult r;
-    for (const auto& name : fetches) r.values.emplace(name, Tensor::scalar_f32(1.0f));
-    return r;
-  }
-
- private:
-  int64_t step_ = 0;
-};
-
-std::shared_ptr<const LoadedPlugin> noop_plugin() {
-  static std::shared_ptr<const LoadedPlugin> plugin = [] {
-    DiscoveryResult found = discover_plugins({HOOKHOST_BENCH_PLUGIN_DIR});
-    const DiscoveredPlugin* p = found.find("bench_noop");
-    if (!p) throw std::runtime_error("bench_noop plugin not found");
-    return load_plugin(*p);
-  }();
-  return plugin;
 }
 
 RuntimeOptions quiet_options() {
