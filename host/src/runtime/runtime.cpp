@@ -373,8 +373,10 @@ struct Lifecycle {
       CallResult r = call(slot, Callback::before_run,
                           [&] { return slot.dispatch->before_run(ctx, slot.request.c); });
       slot.request.open = false;
-      // The host's own reason for a rejected fetch or feed is more precise than the plugin's.
-      if (!slot.request_error.empty()) r = CallResult{HH_ERROR, 0, slot.request_error};
+      // The host's own reason for a rejected fetch or feed is more precise than the plugin's,
+      // unless the hook's process is gone: that loss is what on_crash must see.
+      if (!slot.request_error.empty() && !r.runner_lost)
+        r = CallResult{HH_ERROR, 0, slot.request_error};
       if (!r.ok()) {
         // A hook that failed in before_run contributes nothing to this step.
         slot.fetches.clear();
