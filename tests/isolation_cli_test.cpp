@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "process.hpp"
@@ -136,6 +137,103 @@ TEST_F(IsolationCli, IsolationKeysAreValidated) {
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_THAT(r.err, HasSubstr("[hook.boom] " + bad.substr(0, bad.find(' ')))) << bad;
   }
+}
+
+// ---- isolation groups -----------------------------------------------------------------------
+
+TEST_F(IsolationCli, HooksOfOneIsolationGroupShareARunnerAndLoseItTogether) {
+  // boom crashes once (then is disabled); trace, in the same runner, is lost with it and restarts
+  // into a runner of its own group.
+  ProcessResult r =
+      run("how = segv\nin = after_run\nat_step = 2\non_crash = disable\n"
+          "isolation_group = shared",
+          {"--set", "hook.trace.isolation_group=shared", "--set", "run.log_level=debug"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("job completed"));
+  EXPECT_THAT(r.err, HasSubstr("isolation_group = shared"));
+  // One runner for both, then one more for the restarted trace hook: never one per hook.
+  EXPECT_EQ(count(r.err, "started the runner process of isolation group 'shared'"), 2) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.err, m,
+      std::regex(R"(hook 'boom' .* failed in after_run at global step 1: the runner process of )"
+                 R"(isolation group 'shared' \(pid (\d+)\) was killed by signal 11)")))
+      << r.err;
+  const std::string shared_pid = m[1];
+  EXPECT_THAT(r.err, HasSubstr("[on_crash=disable: the hook is disabled"));
+  // The other member names the runner it lost and the hook that was running there.
+  EXPECT_THAT(r.err, AllOf(HasSubstr("hook 'trace' (plugin 'lifecycle_trace'"),
+                           HasSubstr("the runner process of isolation group 'shared' (pid " +
+                                     shared_pid + ") was killed by signal 11"),
+                           HasSubstr("while hook 'boom' was running")));
+  EXPECT_THAT(r.err, HasSubstr("hook 'trace' restarted with its last saved state"));
+  EXPECT_EQ(trace_calls("end"), 1);
+}
+
+TEST_F(IsolationCli, IsolationGroupMistakesAreConfigErrors) {
+  struct Case {
+    std::string boom;
+    std::vector<std::string> set;
+    std::string said;
+    std::string where;  // the file, or the --set argument
+  };
+  const std::vector<Case> cases = {
+      {"isolation_group = g\nisolation = in_process",
+       {},
+       "[hook.boom] isolation_group",
+       "job.ini:"},
+      {"isolation_group = two words", {}, "expected a group name", "job.ini:"},
+      {"isolation_group = g\nmemory_limit_mb = 100",
+       {"--set", "hook.trace.isolation_group=g", "--set", "hook.trace.memory_limit_mb=200"},
+       "share isolation_group 'g' but ask for different memory_limit_mb (100 and 200)",
+       "--set hook.trace.memory_limit_mb=200: [hook.trace] memory_limit_mb"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.boom);
+    ProcessResult r = run("how = segv\n" + c.boom, c.set);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.said));
+    EXPECT_THAT(r.err, HasSubstr(c.where));
+  }
+}
+
+// ---- checkpoints survive a sandboxed crash --------------------------------------------------
+
+TEST_F(IsolationCli, ASandboxedCrashThatFailsTheJobLeavesCheckpointsThatResume) {
+  // linreg, 4 steps an epoch; a checkpoint every 5 steps; boom crashes at global step 12 and
+  // on_crash = fail ends the job there.
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 10\n\n"
+             "[hook.boom]\nplugin = crasher\nisolation = process\nhow = segv\nin = after_run\n"
+             "at_step = 12\non_crash = fail\n\n"
+             "[hook.history]\nplugin = history_saver\nevery_n_steps = 1\n\n"
+             "[hook.checkpoints]\nplugin = checkpoint_saver\nsave_steps = 5\norder = 100\n");
+  const std::vector<std::string> job{"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                     plugins_.string()};
+  ProcessResult failed = run_hookhost(job, dir_.path());
+  EXPECT_EQ(failed.exit_code, 1) << failed.err;
+  EXPECT_THAT(failed.out, HasSubstr("job failed"));
+  EXPECT_THAT(failed.err, HasSubstr("was killed by signal 11"));
+  const fs::path checkpoints = dir_ / "run" / "checkpoints";
+  std::vector<long> steps;
+  for (const auto& entry : fs::directory_iterator(checkpoints)) {
+    const std::string name = entry.path().filename().string();
+    ASSERT_EQ(name.find(".tmp"), std::string::npos) << "a leftover temporary: " << name;
+    if (name.rfind("model.ckpt-", 0) == 0) steps.push_back(std::stol(name.substr(11)));
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_FALSE(steps.empty());
+  EXPECT_LE(steps.back(), 12);  // nothing from the failed step on
+
+  // The same job without the crashing hook resumes from the newest one and completes.
+  std::vector<std::string> rerun = job;
+  rerun.insert(rerun.end(), {"--set", "hook.boom.enabled=false"});
+  ProcessResult resumed = run_hookhost(rerun, dir_.path());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.err,
+              HasSubstr("resuming from " +
+                        (checkpoints / ("model.ckpt-" + std::to_string(steps.back()))).string()));
+  EXPECT_THAT(resumed.out, HasSubstr("job completed"));
 }
 
 }  // namespace

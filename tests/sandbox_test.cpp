@@ -149,7 +149,8 @@ class Sandbox {
                                  const std::multimap<std::string, std::string>& raw,
                                  SandboxOptions options = {},
                                  FailurePolicy policy = FailurePolicy::disable, bool load = true,
-                                 CrashPolicy on_crash = CrashPolicy::disable) {
+                                 CrashPolicy on_crash = CrashPolicy::disable,
+                                 std::shared_ptr<RunnerGroup> group = nullptr) {
     std::shared_ptr<const LoadedPlugin> plugin;
     if (load) {
       plugin = load_plugin(discovered(plugin_id));
@@ -164,7 +165,7 @@ class Sandbox {
     settings.on_error = policy;
     settings.on_crash = on_crash;  // these tests look at one loss; restarts are the runtime's
     runtime().add_hook(plugin->metadata().id, 1, settings, [&](const hh_host& host) {
-      auto dispatch = make_process_dispatch(*plugin, instance, params, host, options);
+      auto dispatch = make_process_dispatch(*plugin, instance, params, host, options, group);
       made = dynamic_cast<ProcessDispatch*>(dispatch.get());
       return dispatch;
     });
@@ -625,6 +626,49 @@ TEST(SandboxTest, RestartBringsTheHookBackWithItsSavedState) {
             (std::vector<std::string>{creates[1], "bad begin publish=1",
                                       "bad after_create_session gs=0 creation=1",
                                       "bad after_run gs=4 live=5 values=", "bad destroy"}));
+}
+
+// ---- isolation groups -----------------------------------------------------------------------
+
+TEST(SandboxTest, MembersOfAGroupShareOneRunnerAndRestartIntoTheSameNewOne) {
+  Sandbox sandbox;
+  auto group = make_runner_group("pair", SandboxOptions{});
+  ProcessDispatch* bad =
+      sandbox.add_sandboxed("bad", "faulty", sandbox.faulty_params("segv", "after_run", 2), {},
+                            FailurePolicy::disable, true, CrashPolicy::disable, group);
+  ProcessDispatch* calm =
+      sandbox.add_sandboxed("calm", "faulty", sandbox.faulty_params("ok", "after_run"), {},
+                            FailurePolicy::disable, true, CrashPolicy::disable, group);
+  const pid_t shared = bad->runner_pid();
+  EXPECT_EQ(calm->runner_pid(), shared);
+  const JobResult result = sandbox.runtime().run_to_end();
+  EXPECT_EQ(result.outcome, Outcome::completed);
+  EXPECT_TRUE(bad->runner_lost());
+  EXPECT_TRUE(calm->runner_lost());
+  EXPECT_TRUE(process_gone(shared));
+  const std::string log = sandbox.log();
+  EXPECT_NE(log.find("the runner process of isolation group 'pair' (pid " + std::to_string(shared) +
+                     ") was killed by signal 11"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("while hook 'bad' was running"), std::string::npos) << log;
+  // calm had every call up to the crash: its runner was bad's.
+  const auto calm_lines = starting_with(sandbox.trace_lines(), "calm ");
+  EXPECT_EQ(std::count_if(calm_lines.begin(), calm_lines.end(),
+                          [](const std::string& l) { return l.rfind("calm after_run", 0) == 0; }),
+            2);
+
+  // The first to restart starts the new runner; the other joins it.
+  std::string why;
+  ASSERT_TRUE(calm->restart(&why)) << why;
+  ASSERT_TRUE(bad->restart(&why)) << why;
+  EXPECT_NE(calm->runner_pid(), shared);
+  EXPECT_EQ(bad->runner_pid(), calm->runner_pid());
+  const pid_t second = calm->runner_pid();
+  sandbox.finish();
+  EXPECT_TRUE(process_gone(second));
+  const auto destroys = starting_with(sandbox.trace_lines(), "calm destroy");
+  EXPECT_EQ(destroys.size(), 1u);
 }
 
 // ---- values arena, memory limit, output flood, plugin threads -------------------------------

@@ -296,9 +296,20 @@ int cmd_plugins(const std::vector<std::string>& args) {
       return kExitUsage;
     }
     const PluginMetadata& m = p->metadata;
-    std::printf("%s %s - %s\n  file: %s\n  ABI: %u.%u\n\nParameters:\n", display_text(m.id).c_str(),
-                display_text(m.version).c_str(), display_text(m.description).c_str(),
-                display_text(p->file.string()).c_str(), m.abi_major, m.abi_minor);
+    // Read from the file's imports, like everything here: a hint, not a guarantee.
+    std::string calls;
+    if (!p->process_wide_calls) {
+      calls = "could not be read (no readable dynamic symbol table)";
+    } else if (p->process_wide_calls->empty()) {
+      calls = "none";
+    } else {
+      for (const auto& call : *p->process_wide_calls) calls += (calls.empty() ? "" : ", ") + call;
+      calls += " (run it with isolation = process to contain them)";
+    }
+    std::printf("%s %s - %s\n  file: %s\n  ABI: %u.%u\n  process-wide calls: %s\n\nParameters:\n",
+                display_text(m.id).c_str(), display_text(m.version).c_str(),
+                display_text(m.description).c_str(), display_text(p->file.string()).c_str(),
+                m.abi_major, m.abi_minor, calls.c_str());
     if (m.params.empty()) std::printf("  (none)\n");
     for (const auto& param : m.params)
       std::printf("  %-18s %-12s %-12s %s\n", display_text(param.name).c_str(),

@@ -127,6 +127,7 @@ class Runner {
     auto refuse = [&](const std::string& why) {
       reply.put<uint8_t>(0);
       reply.put_text(why);
+      reply.put<uint32_t>(0);
       return MessageType::loaded;
     };
     if (version != sandbox::kProtocolVersion)
@@ -164,14 +165,20 @@ class Runner {
       return refuse("the file changed since the host read it: its entry is plugin '" + id +
                     "' version '" + entry_version + "', the host expected '" + expected_id +
                     "' version '" + expected_version + "' — run plugin discovery again");
-    entry_ = entry;
+    // Instances of one isolation group may come from different libraries.
+    entries_[message.instance] = entry;
     reply.put<uint8_t>(1);
     reply.put_text("");
+    reply.put<uint32_t>(entry->state_version);
     return MessageType::loaded;
   }
 
   MessageType create(const Message& message, Writer& reply) {
-    if (!entry_) die(kExitProtocol, "create before load");
+    const auto loaded = entries_.find(message.instance);
+    if (loaded == entries_.end()) die(kExitProtocol, "create before load");
+    if (instances_.count(message.instance))
+      die(kExitProtocol, "instance " + std::to_string(message.instance) + " exists already");
+    const hh_plugin_entry* entry = loaded->second;
     Reader in(message.payload);
     auto made = std::make_unique<Instance>();
     Instance& inst = *made;
@@ -228,7 +235,7 @@ class Runner {
     hh_status status;
     t_in_call = true;
     try {
-      status = entry_->create(&inst.host, &args, &hook, &err);
+      status = entry->create(&inst.host, &args, &hook, &err);
     } catch (...) {
       status = HH_ERROR;
       std::strcpy(err.message, "an exception escaped the plugin's create()");
@@ -444,7 +451,7 @@ class Runner {
     return MessageType::destroyed;
   }
 
-  const hh_plugin_entry* entry_ = nullptr;
+  std::map<uint32_t, const hh_plugin_entry*> entries_;  // by instance id, from its load
   std::map<uint32_t, std::unique_ptr<Instance>> instances_;
   hh_error err_{};
   std::vector<hh_tensor> views_;

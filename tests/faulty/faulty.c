@@ -236,6 +236,17 @@ static hh_status misbehave(faulty* f, const char* callback, int64_t step, hh_run
     signal(SIGABRT, hang_forever);
     crash_with_segv();
   }
+  if (strcmp(b, "install_handlers") == 0) {
+    /* Takes SIGINT and SIGTERM for itself and returns: a stop request would then hang the job. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = hang_forever;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGINT, hang_forever);
+    trace(f, "installed handlers");
+    return HH_OK;
+  }
   if (strcmp(b, "write_values") == 0 && values && values->count > 0) {
     const hh_tensor* v = hh_run_value(values, 0);
     const long page = sysconf(_SC_PAGESIZE);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -309,6 +310,19 @@ bool isolation_key(const Entry& e, const std::string& at, IsolationConfig& into)
     into.on_crash = *policy;
   } else if (e.key == "max_restarts") {
     into.max_restarts = static_cast<uint32_t>(run_integer(e, at, 0, 1000, ""));
+  } else if (e.key == "isolation_group") {
+    // A plain name, so it reads back well in messages; empty means a runner of its own.
+    const bool valid =
+        e.value.size() <= 64 && std::all_of(e.value.begin(), e.value.end(), [](unsigned char c) {
+          return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+        });
+    if (!valid)
+      throw ConfigError(at +
+                            "expected a group name of at most 64 letters, digits, _, - or . "
+                            "(or nothing, for a runner of its own); got '" +
+                            display_text(e.value) + "'",
+                        e.key);
+    into.isolation_group = e.value;
   } else {
     return false;
   }
@@ -380,6 +394,15 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
         cfg.keep_checkpoints =
             static_cast<uint32_t>(run_integer(e, at, 0, 1000000, " (0 keeps every checkpoint)"));
       } else if (isolation_key(e, at, cfg.isolation)) {
+      } else if (e.key == "untrusted") {
+        if (e.value == "in_process") {
+          cfg.untrusted = Isolation::in_process;
+        } else if (e.value == "process") {
+          cfg.untrusted = Isolation::process;
+        } else {
+          throw ConfigError(
+              at + "expected in_process or process; got '" + display_text(e.value) + "'", e.key);
+        }
       } else if (e.key == "allow_insecure_plugins") {
         auto b = parse_bool(e.value);
         if (!b)
@@ -404,11 +427,13 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
                                  "every plugin)",
                             e.key);
       } else {
-        throw ConfigError(at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
-                               "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, "
-                               "allow_insecure_plugins, allowed_plugins, isolation, "
-                               "call_timeout_ms, memory_limit_mb, on_crash, max_restarts)",
-                          e.key);
+        throw ConfigError(
+            at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
+                 "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, "
+                 "allow_insecure_plugins, allowed_plugins, isolation, isolation_group, "
+                 "call_timeout_ms, memory_limit_mb, on_crash, max_restarts, "
+                 "untrusted)",
+            e.key);
       }
     } else if (e.section == "workload") {
       if (!cfg.workload_section || e.key.empty()) cfg.workload_section = e.section_source;

@@ -80,17 +80,43 @@ struct EffectiveIsolation {
   uint64_t memory_limit_mb = 0;
   CrashPolicy on_crash = CrashPolicy::restart;
   uint32_t max_restarts = 3;
+  std::string group;  // the isolation group (sandboxed hooks only), or empty
 };
 
-EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& hook) {
+EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& hook,
+                                       const DiscoveredPlugin& plugin, spdlog::logger& log) {
   const IsolationConfig& own = hook.isolation;
   const IsolationConfig& run = cfg.isolation;
   EffectiveIsolation e;
   e.isolation = own.isolation.value_or(run.isolation.value_or(e.isolation));
+  // [run] untrusted only fills in an isolation set nowhere: an explicit one is the operator's call.
+  // Imports that could not be read count as suspect: "unknown" is not "none".
+  const auto& calls = plugin.process_wide_calls;
+  if (!own.isolation && !run.isolation && cfg.untrusted == Isolation::process &&
+      (!calls || !calls->empty())) {
+    e.isolation = Isolation::process;
+    std::string what = calls ? "imports " : "has imports that could not be read";
+    for (size_t i = 0; calls && i < calls->size(); ++i) what += (i ? ", " : "") + (*calls)[i];
+    log.info(
+        "hook '{}' (plugin '{}') {}: running it with isolation = process because [run] "
+        "untrusted = process",
+        hook.name, display_text(plugin.metadata.id), what);
+  }
   e.call_timeout_ms = own.call_timeout_ms.value_or(run.call_timeout_ms.value_or(0));
   e.memory_limit_mb = own.memory_limit_mb.value_or(run.memory_limit_mb.value_or(0));
   e.on_crash = own.on_crash.value_or(run.on_crash.value_or(e.on_crash));
   e.max_restarts = own.max_restarts.value_or(run.max_restarts.value_or(e.max_restarts));
+  e.group = own.isolation_group.value_or(run.isolation_group.value_or(""));
+  if (e.isolation == Isolation::in_process) {
+    // A group in [run] applies to the sandboxed hooks only; one named on the hook itself is a
+    // mistake for an in-process hook.
+    if (own.isolation_group && !own.isolation_group->empty())
+      throw ConfigError(cfg.where(hook, "isolation_group") + "hook '" + hook.name +
+                            "' runs in process, so it has no runner to share: set isolation = "
+                            "process for it, or remove isolation_group",
+                        "isolation_group");
+    e.group.clear();
+  }
   return e;
 }
 
@@ -340,7 +366,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                           "plugin");
     }
     Planned item{&hook, nullptr, resolve_checked(d->metadata, hook.name, hook.params, hook_where),
-                 effective_isolation(cfg, hook)};
+                 effective_isolation(cfg, hook, *d, log)};
     if (item.isolation.isolation == Isolation::process) {
       // Its code runs in its runner only: not even its constructors run in this process.
       try {
@@ -439,6 +465,16 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   };
   p.runtime = std::make_unique<Runtime>(*p.session, ro);
   p.runtime->restore_hook_states(restored_states);
+  // The runners of isolation groups, made with their first member's options.
+  struct GroupRunner {
+    std::shared_ptr<RunnerGroup> runner;
+    const HookConfig* first_member = nullptr;
+  };
+  std::map<std::string, GroupRunner> groups;
+  const auto planned_of = [&](const HookConfig* hook) {
+    return &*std::find_if(planned.begin(), planned.end(),
+                          [&](const Planned& x) { return x.hook == hook; });
+  };
   for (auto& item : planned) {
     HookSettings settings{item.hook->name, item.hook->order,
                           item.hook->on_error.value_or(cfg.on_error)};
@@ -452,11 +488,31 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
         SandboxOptions sandbox;
         sandbox.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);
         sandbox.memory_limit_mb = item.isolation.memory_limit_mb;
+        std::shared_ptr<RunnerGroup> group;
+        if (const std::string& name = item.isolation.group; !name.empty()) {
+          auto [it, first] = groups.try_emplace(name);
+          if (first) {
+            it->second = {make_runner_group(name, sandbox), item.hook};
+          } else if (const Planned* other = planned_of(it->second.first_member);
+                     other->isolation.memory_limit_mb != item.isolation.memory_limit_mb) {
+            // One process has one limit.
+            throw ConfigError("hooks '" + it->second.first_member->name + "' and '" +
+                                  item.hook->name + "' share isolation_group '" + name +
+                                  "' but ask for different "
+                                  "memory_limit_mb (" +
+                                  std::to_string(other->isolation.memory_limit_mb) + " and " +
+                                  std::to_string(item.isolation.memory_limit_mb) +
+                                  "): give them the same limit, or different groups",
+                              "memory_limit_mb");
+          }
+          group = it->second.runner;
+        }
         const LoadedPlugin& plugin = *item.plugin;
         const ResolvedParams& params = item.params;
-        // The state version is the runner's to know; saved state is tagged with version 1.
+        // The runner reports the plugin's state version once it has loaded it.
         p.runtime->add_hook(plugin.metadata().id, 1, settings, [&](const hh_host& host) {
-          return make_process_dispatch(plugin, settings.instance_name, params, host, sandbox);
+          return make_process_dispatch(plugin, settings.instance_name, params, host, sandbox,
+                                       group);
         });
       } else {
         p.runtime->add_hook(item.plugin, settings, item.params);
@@ -489,7 +545,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     if (item.isolation.isolation == Isolation::process)
       line += ", on_crash = " + std::string(crash_policy_name(item.isolation.on_crash)) +
               ", max_restarts = " + std::to_string(item.isolation.max_restarts) +
-              ", memory_limit_mb = " + std::to_string(item.isolation.memory_limit_mb);
+              ", memory_limit_mb = " + std::to_string(item.isolation.memory_limit_mb) +
+              (item.isolation.group.empty() ? "" : ", isolation_group = " + item.isolation.group);
     line += ", call_timeout_ms = " + std::to_string(item.isolation.call_timeout_ms);
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);

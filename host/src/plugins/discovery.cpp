@@ -10,6 +10,7 @@
 
 #include "job/display_text.hpp"
 #include "plugins/elf_note.hpp"
+#include "plugins/imports.hpp"
 
 namespace hookhost {
 
@@ -146,7 +147,9 @@ DiscoveryResult discover_plugins(const std::vector<fs::path>& folders) {
         result.duplicates.push_back(std::move(duplicate));
         continue;
       }
-      result.plugins.push_back({file, std::move(*note.metadata)});
+      // An unreadable symbol table leaves the imports unknown; the plugin is still usable.
+      result.plugins.push_back(
+          {file, std::move(*note.metadata), read_process_wide_imports(file).calls});
     }
   }
   return result;

@@ -1,5 +1,6 @@
 #include "hookhost/host/loader.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
@@ -17,6 +18,7 @@
 
 #include "plugins/elf_note.hpp"
 #include "plugins/trust.hpp"
+#include "runtime/signal_guard.hpp"
 
 namespace hookhost {
 
@@ -262,6 +264,7 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin) 
   spdlog::info("loading plugin '{}' from {}", plugin.metadata.id, key.string());
 
   boost::dll::shared_library library;
+  const SignalDispositions signals = SignalDispositions::snapshot();
   try {
     // rtld_now: a missing symbol fails here with dlerror's text instead of killing the process at
     // the first call; rtld_local: plugins cannot interpose on each other.
@@ -275,6 +278,13 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin) 
                     "(-Wl,-z,defs) so unresolved symbols fail at link time");
   }
 
+  // A library constructor that replaced the host's signal handlers (see signal_guard.hpp).
+  if (const std::vector<int> changed = signals.restore_changes(); !changed.empty())
+    spdlog::error(
+        "plugin '{}' ({}) replaced the handler of {} while loading (in a library constructor); "
+        "the host's handler is restored: run its hooks with isolation = process if it must "
+        "handle signals",
+        plugin.metadata.id, key.string(), signal_names(changed));
   Registered entry{copy_fd, std::move(library), nullptr, {}};
   try {
     entry.plugin = check_entry(entry.library, plugin, std::move(sha256));
@@ -283,6 +293,8 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin) 
   }
   auto it = reg.entries.emplace(key, std::move(entry)).first;
   if (!it->second.plugin) throw LoadError(where + it->second.refusal);
+  if (Dl_info info{}; ::dladdr(&it->second.plugin->entry(), &info) != 0)
+    register_plugin_library(info.dli_fbase, key.string());
   spdlog::debug("loaded plugin '{}' {} from {}", plugin.metadata.id, plugin.metadata.version,
                 key.string());
   return it->second.plugin;

@@ -81,6 +81,7 @@ void Runtime::Impl::adopt_restored_state(HostServices& services) const {
   services.state = saved;
   services.state.plugin_id = services.plugin_id;
   services.has_state = true;
+  services.state_saved_by_plugin = false;
 }
 
 void Runtime::request_checkpoint(const std::string& reason) {

@@ -12,6 +12,7 @@
 
 #include "runtime/crash_blame.hpp"
 #include "runtime/create_verdict.hpp"
+#include "runtime/signal_guard.hpp"
 #include "runtime/watchdog.hpp"
 #include "runtime_impl.hpp"
 #include "services/event_writer.hpp"
@@ -130,6 +131,18 @@ std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const
 
 namespace {
 
+// Puts back the host's handlers a plugin replaced during one of its calls, and says so.
+void undo_signal_changes(const Runtime::Impl& m, const std::string& who, const char* callback,
+                         const SignalDispositions& before) {
+  const std::vector<int> changed = before.restore_changes();
+  if (changed.empty()) return;
+  m.log->error(
+      "{} replaced the handler of {} in {} at global step {}; the host's handler is restored "
+      "(the host needs it for a clean stop and for naming crashes): run this hook with "
+      "isolation = process if it must handle signals",
+      who, signal_names(changed), callback, m.live_step.load(std::memory_order_relaxed));
+}
+
 // The lifecycle steps, as free functions over Impl so each reads as one phase.
 struct Lifecycle {
   Runtime::Impl& m;
@@ -145,10 +158,15 @@ struct Lifecycle {
       m.call_serial.fetch_add(1, std::memory_order_release);
     }
     m.running_slot.store(&slot, std::memory_order_release);
+    // Not around the per-step calls: see signal_guard.hpp.
+    const bool guard_signals = callback != Callback::before_run && callback != Callback::after_run;
+    std::optional<SignalDispositions> signals;
+    if (guard_signals) signals = SignalDispositions::snapshot();
     CallResult r = fn();
     auto dt = std::chrono::steady_clock::now() - t0;
     m.running_slot.store(nullptr, std::memory_order_release);
     t_current_call = previous;
+    if (signals) undo_signal_changes(m, slot.services->blame_name, name_of(callback), *signals);
     CallStats& st = slot.stats[static_cast<size_t>(callback)];
     ++st.calls;
     st.total += std::chrono::duration_cast<std::chrono::nanoseconds>(dt);
@@ -531,7 +549,9 @@ struct Lifecycle {
       Slot& slot = *sp;
       if (slot.state == HookState::destroyed) continue;
       slot.services->ended = true;
+      const SignalDispositions signals = SignalDispositions::snapshot();
       std::string error = slot.dispatch->destroy();
+      undo_signal_changes(m, slot.services->blame_name, "destroy", signals);
       slot.state = HookState::destroyed;
       if (!error.empty())
         m.log->error("hook '{}' (plugin '{}', {}): {}", slot.settings.instance_name,
@@ -608,6 +628,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   {
     const HostServices* previous = t_current_call;
     t_current_call = services.get();
+    const SignalDispositions signals = SignalDispositions::snapshot();
     try {
       status = entry.create(&services->c, &args, &hook, &err);
     } catch (...) {
@@ -615,6 +636,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
       std::strcpy(err.message, "an exception escaped the plugin's create()");
     }
     t_current_call = previous;
+    undo_signal_changes(m, where, "create", signals);
   }
   const std::string message(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE));
   auto refuse = [&](const std::string& why) {
@@ -665,6 +687,13 @@ void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, Hoo
     t_current_call = previous;
   }
   if (!dispatch) throw std::logic_error("a dispatch factory returned no hook");
+  if (const uint32_t version = dispatch->state_version(); version != 0) {
+    // Learnt only now (from a runner): state the plugin saved in create() takes it too.
+    std::lock_guard lock(services->state_mutex);
+    if (services->has_state && services->state_saved_by_plugin)
+      services->state.state_version = version;
+    services->state_version = version;
+  }
   auto slot = std::make_unique<Slot>();
   slot->settings = std::move(settings);
   slot->services = std::move(services);

@@ -43,6 +43,7 @@ struct HostServices {
 
   mutable std::mutex state_mutex;
   bool has_state = false;
+  bool state_saved_by_plugin = false;  // by state_put, not restored from a checkpoint
   SavedHookState state;
 
   // The services behind a plugin-supplied pointer, or nullptr (logged) when it is not one this

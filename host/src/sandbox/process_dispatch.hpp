@@ -31,26 +31,39 @@ struct SandboxOptions {
   uint64_t memory_limit_mb = 0;               // 0: none; else RLIMIT_AS in the runner
 };
 
+namespace sandbox {
+class RunnerGroup;
+}
+using sandbox::RunnerGroup;
+
+// Hook instances made with one group share one runner process (the configuration's
+// isolation_group): fewer processes, but a crash there loses every member, and the members can
+// see each other's memory. `options` gives the runner's memory limit; each member keeps its own
+// call timeout.
+std::shared_ptr<RunnerGroup> make_runner_group(const std::string& name,
+                                               const SandboxOptions& options);
+
 // Where hookhost-runner is found for `options` (the first candidate that is an executable file),
 // or empty with the places looked at in *tried.
 std::filesystem::path find_runner_program(const SandboxOptions& options, std::string* tried);
 
-// Starts a runner, loads `plugin.file()` there (the runner checks the entry as the loader does:
-// struct_size, ABI, and that it is the plugin `plugin.metadata()` describes) and runs create()
-// there with `params`. Only the file and the metadata of `plugin` are used: the plugin need not
-// be loaded into this process. Throws ConfigError, naming the instance, plugin and file, with the
-// plugin's message when create() fails, and with what happened when the runner cannot start or
-// dies while loading or creating.
+// Starts a runner (or uses `group`'s), loads `plugin.file()` there (the runner checks the entry as
+// the loader does: struct_size, ABI, and that it is the plugin `plugin.metadata()` describes) and
+// runs create() there with `params`. Only the file and the metadata of `plugin` are used: the
+// plugin need not be loaded into this process. Throws ConfigError, naming the instance, plugin and
+// file, with the plugin's message when create() fails, and with what happened when the runner
+// cannot start or dies while loading or creating.
 std::unique_ptr<HookDispatch> make_process_dispatch(const LoadedPlugin& plugin,
                                                     const std::string& instance_name,
                                                     const ResolvedParams& params,
                                                     const hh_host& host,
-                                                    const SandboxOptions& options);
+                                                    const SandboxOptions& options,
+                                                    std::shared_ptr<RunnerGroup> group = nullptr);
 
 // The dispatcher make_process_dispatch returns, for callers that want to look at its runner.
 class ProcessDispatch : public HookDispatch {
  public:
-  // The current (or last) runner's process id.
+  // The current (or last) runner's process id (shared by an isolation group).
   virtual pid_t runner_pid() const = 0;
   // True from the call that lost the runner until a restart() succeeds.
   virtual bool runner_lost() const = 0;

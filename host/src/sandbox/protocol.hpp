@@ -2,16 +2,18 @@
 // from one tree, so the layout needs no negotiation beyond a magic number and a version checked
 // in the load message.
 //
-// A message is a type, an instance id (several instances could later share one runner) and a
+// A message is a type, an instance id (the instances of one isolation group share a runner) and a
 // payload of fields written by Writer and read back by Reader in the order given below. Every
 // request of one side gets exactly one reply from the other, in order, on the same socket.
 //
 // host -> runner                                      runner -> host (reply)
-//   load      u32 version, path, plugin id, version     loaded      u8 ok, text error
+//   load      u32 version, path, plugin id, version     loaded      u8 ok, text error,
+//                                                                   u32 state_version
 //   create    name, run dir, u32 services, params        created     see CreateReply in runner
 //   call      u8 callback, arguments (below)             call_result u8 end, i32 status, i32 code,
 //                                                                    text message
-//   map_values u64 size, u64 generation + one fd         values_mapped u64 base address
+//   map_values u64 size, u64 generation + one fd         values_mapped u8 ok, u64 base address,
+//                                                                   text error
 //   destroy                                              destroyed   text error
 //   shutdown  (no reply: the runner exits 0)
 //   service_reply  the answer to a service_request (the runner asked during one of the above)
@@ -33,7 +35,7 @@
 namespace hookhost::sandbox {
 
 inline constexpr uint32_t kFrameMagic = 0x42534848;  // "HHSB" in memory order
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // A frame fits the default AF_UNIX send buffer (212992 bytes); a longer message is cut into
 // frames. A message is never longer than kMaxMessageBytes: a larger one is refused unread.

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <system_error>
 
-#include "service_requests.hpp"
+#include <hookhost/hook.h>
 
 namespace hookhost::sandbox {
 
@@ -23,9 +23,9 @@ void set_nonblocking(int fd) {
 
 }  // namespace
 
-RunnerIo::RunnerIo(const hh_host& host, UniqueFd stdout_pipe, UniqueFd stderr_pipe,
+RunnerIo::RunnerIo(Routing& routing, UniqueFd stdout_pipe, UniqueFd stderr_pipe,
                    UniqueFd side_channel, int max_lines_per_second)
-    : host_(host),
+    : routing_(routing),
       out_{std::move(stdout_pipe), HH_LOG_INFO, {}},
       err_{std::move(stderr_pipe), HH_LOG_WARN, {}},
       side_(std::move(side_channel)),
@@ -132,7 +132,7 @@ void RunnerIo::emit(int level, std::string_view line) {
     return;
   }
   ++lines_in_window_;
-  host_.log(&host_, level, line.data(), line.size());
+  routing_.log(level, line);
 }
 
 void RunnerIo::note_dropped() {
@@ -140,7 +140,7 @@ void RunnerIo::note_dropped() {
   const std::string text = std::to_string(dropped_) +
                            " lines of the runner's output dropped (more than " +
                            std::to_string(max_lines_per_second_) + " lines a second)";
-  host_.log(&host_, HH_LOG_WARN, text.data(), text.size());
+  routing_.log(HH_LOG_WARN, text);
   dropped_ = 0;
 }
 
@@ -169,7 +169,7 @@ void RunnerIo::serve_side_request() {
   Reader in(message.payload);
   Writer reply;
   std::string why;
-  if (!serve_request(host_, nullptr, in, reply, &why)) {
+  if (!routing_.serve(message.instance, in, reply, &why)) {
     broken(why + " on its side channel");
     return;
   }

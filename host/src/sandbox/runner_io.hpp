@@ -1,17 +1,16 @@
 // One thread per runner for what does not belong to a call: it forwards each line the runner
-// writes to stdout (info) or stderr (warning) to the instance's logger, at most
+// writes to stdout (info) or stderr (warning) to an instance's logger, at most
 // `max_lines_per_second` lines a second and then one line saying how many were dropped, and it
 // serves the host calls plugin threads make away from the hook thread (the side channel), at any
-// time, through the same hh_host. hh_host's functions are [thread-safe], so this thread may use
-// them while the hook thread's call is in progress, exactly as a plugin thread in the host would.
+// time, through the requesting instance's hh_host. hh_host's functions are [thread-safe], so this
+// thread may use them while the hook thread's call is in progress, exactly as a plugin thread in
+// the host would.
 #pragma once
 
 #include <atomic>
 #include <mutex>
 #include <string>
 #include <thread>
-
-#include <hookhost/host.h>
 
 #include "channel.hpp"
 #include "unique_fd.hpp"
@@ -20,7 +19,20 @@ namespace hookhost::sandbox {
 
 class RunnerIo {
  public:
-  RunnerIo(const hh_host& host, UniqueFd stdout_pipe, UniqueFd stderr_pipe, UniqueFd side_channel,
+  // Where the runner's output and side requests go: the instances living in the runner. Called
+  // on the I/O thread.
+  class Routing {
+   public:
+    virtual ~Routing() = default;
+    // Logs one line of the runner's output (or a note about it).
+    virtual void log(int level, std::string_view line) = 0;
+    // Carries out a side request of `instance` (service_requests.hpp); false with `why` when the
+    // request breaks the protocol (an unknown instance included).
+    virtual bool serve(uint32_t instance, Reader& in, Writer& reply, std::string* why) = 0;
+  };
+
+  // `routing` must outlive stop().
+  RunnerIo(Routing& routing, UniqueFd stdout_pipe, UniqueFd stderr_pipe, UniqueFd side_channel,
            int max_lines_per_second = 100);
   ~RunnerIo();
   RunnerIo(const RunnerIo&) = delete;
@@ -45,7 +57,7 @@ class RunnerIo {
   void note_dropped();
   void serve_side_request();
 
-  const hh_host& host_;
+  Routing& routing_;
   Stream out_;
   Stream err_;
   Channel side_;

@@ -70,6 +70,7 @@ hh_status HostTable::state_put(HostServices& caller, const void* data, size_t si
   std::lock_guard lock(caller.state_mutex);
   caller.state = SavedHookState{caller.plugin_id, caller.state_version, std::move(bytes)};
   caller.has_state = true;
+  caller.state_saved_by_plugin = true;
   return HH_OK;
 }
 

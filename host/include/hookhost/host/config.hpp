@@ -35,6 +35,8 @@ struct IsolationConfig {
   std::optional<uint64_t> memory_limit_mb;  // 0: none (process isolation only)
   std::optional<CrashPolicy> on_crash;      // what a lost runner leads to
   std::optional<uint32_t> max_restarts;     // restarts of one instance before it is disabled
+  // Sandboxed instances with the same group name share one runner process (empty: none).
+  std::optional<std::string> isolation_group;
 };
 
 struct HookConfig {
@@ -60,6 +62,9 @@ struct JobConfig {
   uint32_t keep_checkpoints = 5;                         // newest by step; 0 keeps all
   FailurePolicy on_error = FailurePolicy::disable;
   IsolationConfig isolation;  // defaults for every hook; unset fields: the built-in defaults
+  // [run] untrusted: where a hook whose isolation is set nowhere runs when its plugin imports
+  // process-wide calls (exit, fork, signal, ...) or its imports cannot be read.
+  Isolation untrusted = Isolation::in_process;
   bool allow_insecure_plugins = false;       // load plugins that fail the trust rules
   std::vector<std::string> allowed_plugins;  // when not empty, the only plugin ids hooks may use
   std::string workload = "linreg";

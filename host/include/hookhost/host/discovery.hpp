@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,9 @@ namespace hookhost {
 struct DiscoveredPlugin {
   std::filesystem::path file;
   PluginMetadata metadata;
+  // The process-wide calls (exit, fork, exec*, signal, sigaction, setenv, ...) the file imports,
+  // sorted; nullopt when its dynamic symbol table could not be read (unknown, not "none").
+  std::optional<std::vector<std::string>> process_wide_calls = std::nullopt;
 };
 
 struct RejectedFile {

@@ -36,6 +36,9 @@ class HookDispatch {
   virtual ~HookDispatch() = default;
   virtual std::string plugin_id() const = 0;
   virtual std::string plugin_file() const = 0;
+  // The plugin's hh_plugin_entry.state_version when this tier learnt it (a runner reports it),
+  // else 0: the runtime then keeps the version it was given.
+  virtual uint32_t state_version() const { return 0; }
   // False for a callback the hook does not implement: the runtime then never calls it.
   virtual bool implements(Callback callback) const = 0;
   // True when the hook takes fetched values on `device` (always for the CPU; otherwise only when

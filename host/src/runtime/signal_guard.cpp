@@ -1,0 +1,121 @@
+#include "runtime/signal_guard.hpp"
+
+#include <dlfcn.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <array>
+#include <mutex>
+
+#include "runtime/runtime_impl.hpp"
+
+namespace hookhost {
+namespace {
+
+constexpr std::array<int, 7> kGuarded = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+
+bool same_disposition(const struct sigaction& a, const struct sigaction& b) {
+  // The handler and the flags that decide how it runs; the mask is the installer's detail.
+  const bool info_a = a.sa_flags & SA_SIGINFO;
+  const bool info_b = b.sa_flags & SA_SIGINFO;
+  if (info_a != info_b) return false;
+  if (info_a ? a.sa_sigaction != b.sa_sigaction : a.sa_handler != b.sa_handler) return false;
+  constexpr int kFlags = SA_ONSTACK | SA_RESETHAND | SA_NODEFER | SA_RESTART;
+  return (a.sa_flags & kFlags) == (b.sa_flags & kFlags);
+}
+
+struct PluginLibrary {
+  const void* base;
+  std::string file;
+};
+std::mutex g_libraries_mutex;
+std::vector<PluginLibrary> g_libraries;
+
+// The plugin file whose code `caller` is in, or "".
+std::string plugin_file_at(const void* caller) {
+  Dl_info info{};
+  if (!caller || ::dladdr(caller, &info) == 0 || !info.dli_fbase) return {};
+  std::lock_guard lock(g_libraries_mutex);
+  for (const auto& library : g_libraries)
+    if (library.base == info.dli_fbase) return library.file;
+  return {};
+}
+
+}  // namespace
+
+bool is_guarded_signal(int signal) {
+  for (int s : kGuarded)
+    if (s == signal) return true;
+  return false;
+}
+
+std::string signal_names(const std::vector<int>& signals) {
+  std::string out;
+  for (int s : signals) {
+    const char* abbrev = ::sigabbrev_np(s);
+    out += (out.empty() ? "" : ", ") + (abbrev ? "SIG" + std::string(abbrev) : std::to_string(s));
+  }
+  return out;
+}
+
+SignalDispositions SignalDispositions::snapshot() {
+  SignalDispositions out;
+  out.saved_.reserve(kGuarded.size());
+  for (int s : kGuarded) {
+    struct sigaction now {};
+    ::sigaction(s, nullptr, &now);
+    out.saved_.emplace_back(s, now);
+  }
+  return out;
+}
+
+std::vector<int> SignalDispositions::restore_changes() const {
+  std::vector<int> changed;
+  for (const auto& [s, saved] : saved_) {
+    struct sigaction now {};
+    ::sigaction(s, nullptr, &now);
+    if (same_disposition(now, saved)) continue;
+    ::sigaction(s, &saved, nullptr);
+    changed.push_back(s);
+  }
+  return changed;
+}
+
+void register_plugin_library(const void* base, const std::string& file) {
+  if (!base) return;
+  std::lock_guard lock(g_libraries_mutex);
+  for (const auto& library : g_libraries)
+    if (library.base == base) return;
+  g_libraries.push_back({base, file});
+}
+
+bool refuse_plugin_signal_change(int signal, const void* caller, const char* function) {
+  if (!is_guarded_signal(signal)) return false;
+  // Only code inside a plugin library: the host's own calls (the crash handler restoring the
+  // previous disposition, say) must pass, and a hook call running on this thread says nothing
+  // about who the caller is.
+  const std::string file = plugin_file_at(caller);
+  if (file.empty()) return false;
+  const std::string what = std::string(function) + "(" + signal_names({signal}) + ")";
+  const std::string advice =
+      ": refused, the host keeps its own handler (it needs it for a clean stop and for naming "
+      "crashes); run this hook with isolation = process if it must handle signals";
+  const HostServices* call = t_current_call;
+  const Runtime::Impl* owner = call ? call->owner : nullptr;
+  const Slot* slot = owner ? owner->running_slot.load() : nullptr;
+  if (call && !call->blame_name.empty()) {
+    std::string in = " outside its lifecycle calls";
+    if (slot && slot->services.get() == call) {
+      const int callback = owner->running_callback.load();
+      if (callback >= 0 && static_cast<size_t>(callback) < kCallbackNames.size())
+        in = std::string(" in ") + kCallbackNames[static_cast<size_t>(callback)] +
+             " at global step " + std::to_string(owner->live_step.load());
+    }
+    call->logger->error("{}{} called {}{}", call->blame_name, in, what, advice);
+  } else {
+    spdlog::error("plugin {} called {}{}", file, what, advice);
+  }
+  return true;
+}
+
+}  // namespace hookhost
