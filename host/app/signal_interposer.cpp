@@ -13,16 +13,24 @@ namespace {
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 using SignalFn = sighandler_t (*)(int, sighandler_t);
 
-// Resolved before main(), so no lookup runs inside a signal handler that calls sigaction.
-const SigactionFn g_next_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
-const SignalFn g_next_signal = reinterpret_cast<SignalFn>(::dlsym(RTLD_NEXT, "signal"));
+// Resolved while the program starts, so no lookup runs inside a signal handler that calls
+// sigaction; a call made before that (a library constructor) looks it up itself.
+SigactionFn g_next_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
+SignalFn g_next_signal = reinterpret_cast<SignalFn>(::dlsym(RTLD_NEXT, "signal"));
+
+bool resolve() {
+  if (!g_next_sigaction)
+    g_next_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
+  if (!g_next_signal) g_next_signal = reinterpret_cast<SignalFn>(::dlsym(RTLD_NEXT, "signal"));
+  return g_next_sigaction && g_next_signal;
+}
 
 }  // namespace
 
 extern "C" {
 
 int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (!g_next_sigaction) {
+  if (!resolve()) {
     errno = ENOSYS;
     return -1;
   }
@@ -32,7 +40,7 @@ int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
 }
 
 sighandler_t signal(int sig, sighandler_t handler) {
-  if (!g_next_signal) {
+  if (!resolve()) {
     errno = ENOSYS;
     return SIG_ERR;
   }
