@@ -3,14 +3,18 @@
 // same poll on the socket and the runner's pidfd), measured in the same run, plus a call that
 // carries a 1 MiB fetched value, a whole runtime step with one sandboxed hook, and starting and
 // stopping a runner.
-// Each figure's ratio to the ping-pong floor is a counter (x_pingpong).
+// Each figure's ratio to the ping-pong floor is a counter (x_pingpong); the call with a value is
+// also put next to its own floor, the same ping-pong plus one copy of the value into shared memory
+// (x_copy_floor).
 #include <benchmark/benchmark.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/runtime.hpp>
@@ -132,6 +136,63 @@ void BM_SandboxedNoopCall(benchmark::State& state) {
 }
 BENCHMARK(BM_SandboxedNoopCall)->UseRealTime();
 
+// ---- the floor of a call that carries a value: one copy into shared memory and a ping-pong
+// -------
+
+// Nanoseconds per iteration of the copy floor, once it has run.
+double g_copy_floor_ns = 0;
+
+// What any design that keeps the runner out of the host's memory must do per call with a value:
+// copy it into memory the runner can see (a memfd mapping) and make one round trip.
+void BM_RawPingPongWithCopy(benchmark::State& state) {
+  using namespace hookhost::sandbox;
+  std::string tried;
+  const auto program = find_runner_program({}, &tried);
+  if (program.empty()) {
+    state.SkipWithError(("hookhost-runner not found " + tried).c_str());
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  UniqueFd memfd(::memfd_create("copy-floor", MFD_CLOEXEC));
+  if (!memfd || ::ftruncate(memfd.get(), static_cast<off_t>(bytes)) != 0) {
+    state.SkipWithError("memfd_create failed");
+    return;
+  }
+  void* shared = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
+  if (shared == MAP_FAILED) {
+    state.SkipWithError("mmap failed");
+    return;
+  }
+  const std::vector<float> data(bytes / sizeof(float), 1.5f);
+  auto [mine, theirs] = Channel::make_pair();
+  SpawnSpec spec;
+  spec.program = program;
+  spec.args = {"--parent-pid", std::to_string(::getpid()), "--echo"};
+  spec.fds = {-1, -1, -1, theirs.get(), -1};
+  RunnerProcess runner = RunnerProcess::spawn(spec);
+  theirs.reset();
+  Channel channel(std::move(mine));
+  std::vector<std::byte> payload(64);
+  Message reply;
+  LoopTimer timer(state);
+  for (auto _ : state) {
+    std::memcpy(shared, data.data(), bytes);
+    benchmark::ClobberMemory();
+    channel.send(MessageType::echo, 1, payload, kNoDeadline, runner.pidfd());
+    if (channel.receive(reply, kNoDeadline, runner.pidfd()) != ChannelStatus::ok) {
+      state.SkipWithError("the echo runner went away");
+      break;
+    }
+  }
+  g_copy_floor_ns = timer.ns_per_iteration();
+  ratio_to_floor(state, timer);
+  channel.close();
+  runner.wait_for_exit(std::chrono::seconds(2));
+  ::munmap(shared, bytes);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+BENCHMARK(BM_RawPingPongWithCopy)->UseRealTime()->Arg(1 << 20);
+
 // ---- a call carrying one 1 MiB fetched value --------------------------------------------------
 
 void BM_SandboxedCallWithValue(benchmark::State& state) {
@@ -159,6 +220,8 @@ void BM_SandboxedCallWithValue(benchmark::State& state) {
   LoopTimer timer(state);
   for (auto _ : state) benchmark::DoNotOptimize(hook->after_run(ctx, values));
   ratio_to_floor(state, timer);
+  if (g_copy_floor_ns > 0)
+    state.counters["x_copy_floor"] = timer.ns_per_iteration() / g_copy_floor_ns;
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
 }
 BENCHMARK(BM_SandboxedCallWithValue)->UseRealTime()->Arg(1 << 20);
