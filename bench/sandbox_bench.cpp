@@ -19,6 +19,7 @@
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/runtime.hpp>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "bench_support.hpp"
@@ -89,22 +90,34 @@ std::unique_ptr<Runtime> make_runtime(CountingSession& session, int hooks, bool 
 
 // ---- the floor: a raw ping-pong with a runner in echo mode ----------------------------------
 
+// A runner in --echo mode and the host's end of its channel.
+struct EchoRunner {
+  sandbox::RunnerProcess process;
+  sandbox::Channel channel;
+
+  static std::optional<EchoRunner> start(benchmark::State& state) {
+    using namespace hookhost::sandbox;
+    std::string tried;
+    const auto program = find_runner_program({}, &tried);
+    if (program.empty()) {
+      state.SkipWithError(("hookhost-runner not found " + tried).c_str());
+      return std::nullopt;
+    }
+    auto [mine, theirs] = Channel::make_pair();
+    SpawnSpec spec;
+    spec.program = program;
+    spec.args = {"--parent-pid", std::to_string(::getpid()), "--echo"};
+    spec.fds = {-1, -1, -1, theirs.get(), -1};
+    EchoRunner echo{RunnerProcess::spawn(spec), Channel(std::move(mine))};
+    return echo;
+  }
+};
+
 void BM_RawPingPong(benchmark::State& state) {
   using namespace hookhost::sandbox;
-  std::string tried;
-  const auto program = find_runner_program({}, &tried);
-  if (program.empty()) {
-    state.SkipWithError(("hookhost-runner not found " + tried).c_str());
-    return;
-  }
-  auto [mine, theirs] = Channel::make_pair();
-  SpawnSpec spec;
-  spec.program = program;
-  spec.args = {"--parent-pid", std::to_string(::getpid()), "--echo"};
-  spec.fds = {-1, -1, -1, theirs.get(), -1};
-  RunnerProcess runner = RunnerProcess::spawn(spec);
-  theirs.reset();
-  Channel channel(std::move(mine));
+  auto echo = EchoRunner::start(state);
+  if (!echo) return;
+  auto& [runner, channel] = *echo;
   std::vector<std::byte> payload(64);
   Message reply;
   LoopTimer timer(state);
@@ -146,12 +159,6 @@ double g_copy_floor_ns = 0;
 // copy it into memory the runner can see (a memfd mapping) and make one round trip.
 void BM_RawPingPongWithCopy(benchmark::State& state) {
   using namespace hookhost::sandbox;
-  std::string tried;
-  const auto program = find_runner_program({}, &tried);
-  if (program.empty()) {
-    state.SkipWithError(("hookhost-runner not found " + tried).c_str());
-    return;
-  }
   const size_t bytes = static_cast<size_t>(state.range(0));
   UniqueFd memfd(::memfd_create("copy-floor", MFD_CLOEXEC));
   if (!memfd || ::ftruncate(memfd.get(), static_cast<off_t>(bytes)) != 0) {
@@ -164,14 +171,9 @@ void BM_RawPingPongWithCopy(benchmark::State& state) {
     return;
   }
   const std::vector<float> data(bytes / sizeof(float), 1.5f);
-  auto [mine, theirs] = Channel::make_pair();
-  SpawnSpec spec;
-  spec.program = program;
-  spec.args = {"--parent-pid", std::to_string(::getpid()), "--echo"};
-  spec.fds = {-1, -1, -1, theirs.get(), -1};
-  RunnerProcess runner = RunnerProcess::spawn(spec);
-  theirs.reset();
-  Channel channel(std::move(mine));
+  auto echo = EchoRunner::start(state);
+  if (!echo) return;
+  auto& [runner, channel] = *echo;
   std::vector<std::byte> payload(64);
   Message reply;
   LoopTimer timer(state);

@@ -1,5 +1,6 @@
 #include "plugins/elf_note.hpp"
 #include "hookhost/host/params.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -129,24 +130,10 @@ bool inside(std::uint64_t offset, std::uint64_t size, std::uint64_t limit, std::
   return true;
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // Plain reads, never mmap: a file cut short under us just yields fewer bytes, never SIGBUS.
 std::string read_whole_file(const std::filesystem::path& file, std::vector<char>* out) {
   // O_NONBLOCK so that a FIFO in a plugin folder cannot hang us in open().
-  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return std::string("cannot open: ") + std::strerror(errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);

@@ -14,6 +14,8 @@
 #include <memory>
 #include <set>
 
+#include "support/unique_fd.hpp"
+
 namespace hookhost {
 
 namespace {
@@ -31,20 +33,6 @@ constexpr std::string_view kProcessWideCalls[] = {
     // What glibc's headers turn two of the above into: signal() under strict ISO C (-std=c99),
     // setrlimit() with _FILE_OFFSET_BITS=64.
     "__sysv_signal", "setrlimit64"};
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 struct ElfCloser {
   void operator()(Elf* e) const { elf_end(e); }
@@ -70,7 +58,7 @@ bool is_process_wide_call(std::string_view symbol) {
 
 ImportsReadResult read_process_wide_imports(const std::filesystem::path& file) {
   // O_NONBLOCK so that a FIFO cannot hang us in open().
-  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return unknown(std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)

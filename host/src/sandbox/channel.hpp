@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "protocol.hpp"
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 namespace hookhost::sandbox {
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "channel.hpp"
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 namespace hookhost::sandbox {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 namespace hookhost::sandbox {
 

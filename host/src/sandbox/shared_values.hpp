@@ -17,7 +17,7 @@
 #include <hookhost/hook.h>
 
 #include "protocol.hpp"
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 namespace hookhost::sandbox {
 

@@ -1,11 +1,12 @@
-// An owned file descriptor, closed once. Shared by the host's sandbox code and hookhost-runner.
+// An owned file descriptor, closed once. Used by the host (plugin file reading, the sandbox) and by
+// hookhost-runner.
 #pragma once
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace hookhost::sandbox {
+namespace hookhost {
 
 class UniqueFd {
  public:
@@ -32,4 +33,8 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace hookhost::sandbox
+namespace sandbox {
+using hookhost::UniqueFd;
+}
+
+}  // namespace hookhost
