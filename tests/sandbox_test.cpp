@@ -99,7 +99,7 @@ class Sandbox {
   Sandbox() {
     fs::create_directories(plugin_dir());
     fs::create_directories(run_dir());
-    for (const char* name : {"faulty", "faulty_constructor", "c_recorder"})
+    for (const char* name : {"faulty", "faulty_constructor", "faulty_throw", "c_recorder"})
       copy_plugin(fixture_plugin(name), plugin_dir());
     found_ = discover_plugins({plugin_dir()});
     for (const auto& r : found_.rejected) ADD_FAILURE() << r.file << ": " << r.reason;
@@ -447,6 +447,42 @@ INSTANTIATE_TEST_SUITE_P(
       name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
       return name;
     });
+
+// An exception that escapes the raw ABI (no SDK) in any callback: the same HH_ERROR and words in
+// a runner as in process, and the other hook gets every call.
+TEST(SandboxTest, AnExceptionThroughTheRawAbiIsTheSameErrorInBothTiers) {
+  for (const char* what : {"std", "int"}) {
+    for (const char* callback :
+         {"begin", "after_create_session", "before_run", "after_run", "end"}) {
+      SCOPED_TRACE(std::string(what) + " in " + callback);
+      std::string failure[2];
+      for (const bool sandboxed : {false, true}) {
+        Sandbox sandbox;
+        const std::multimap<std::string, std::string> params = {{"what", what},
+                                                                {"callback", callback}};
+        if (sandboxed)
+          sandbox.add_sandboxed("thrower", "faulty_throw", params, with_timeout(kCalmTimeout));
+        else
+          sandbox.add_in_process("thrower", "faulty_throw", params);
+        sandbox.add_recorder("rec");
+        EXPECT_EQ(sandbox.runtime().run_to_end().outcome, Outcome::completed);
+        failure[sandboxed] = sandbox.report("thrower").failure;
+        // on_error = disable; after end() there is nothing left to disable.
+        EXPECT_EQ(sandbox.report("thrower").disabled, std::string(callback) != "end");
+        sandbox.finish();
+        EXPECT_EQ(starting_with(sandbox.trace_lines(), "rec "), full_recorder_trace("rec", 5));
+      }
+      const std::string expected = std::string(what) == "int"
+                                       ? "unknown exception escaped the plugin"
+                                       : std::string(
+                                             "exception escaped the plugin: faulty_throw: "
+                                             "thrown in ") +
+                                             callback;
+      EXPECT_NE(failure[0].find(expected), std::string::npos) << failure[0];
+      EXPECT_EQ(failure[1], failure[0]);
+    }
+  }
+}
 
 TEST(SandboxTest, OkHookSeesNumericAndStringValuesAndFeedsBoth) {
   const Observed o = observe(true, "ok", "none", 0);
