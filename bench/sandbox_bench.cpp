@@ -108,29 +108,37 @@ struct EchoRunner {
     spec.program = program;
     spec.args = {"--parent-pid", std::to_string(::getpid()), "--echo"};
     spec.fds = {-1, -1, -1, theirs.get(), -1};
-    EchoRunner echo{RunnerProcess::spawn(spec), Channel(std::move(mine))};
-    return echo;
+    return EchoRunner{
+        RunnerProcess::spawn(spec), Channel(std::move(mine)), std::vector<std::byte>(64), {}};
   }
+
+  // One 64-byte message there and back; false (the benchmark marked failed) when the runner went
+  // away.
+  bool round_trip(benchmark::State& state) {
+    using namespace hookhost::sandbox;
+    channel.send(MessageType::echo, 1, payload, kNoDeadline, process.pidfd());
+    if (channel.receive(reply, kNoDeadline, process.pidfd()) == ChannelStatus::ok) return true;
+    state.SkipWithError("the echo runner went away");
+    return false;
+  }
+
+  void stop() {
+    channel.close();
+    process.wait_for_exit(std::chrono::seconds(2));
+  }
+
+  std::vector<std::byte> payload;  // 64 bytes
+  sandbox::Message reply;
 };
 
 void BM_RawPingPong(benchmark::State& state) {
-  using namespace hookhost::sandbox;
   auto echo = EchoRunner::start(state);
   if (!echo) return;
-  auto& [runner, channel] = *echo;
-  std::vector<std::byte> payload(64);
-  Message reply;
   LoopTimer timer(state);
-  for (auto _ : state) {
-    channel.send(MessageType::echo, 1, payload, kNoDeadline, runner.pidfd());
-    if (channel.receive(reply, kNoDeadline, runner.pidfd()) != ChannelStatus::ok) {
-      state.SkipWithError("the echo runner went away");
-      break;
-    }
-  }
+  for (auto _ : state)
+    if (!echo->round_trip(state)) break;
   g_pingpong_ns = timer.ns_per_iteration();
-  channel.close();
-  runner.wait_for_exit(std::chrono::seconds(2));
+  echo->stop();
 }
 BENCHMARK(BM_RawPingPong)->UseRealTime();
 
@@ -173,23 +181,15 @@ void BM_RawPingPongWithCopy(benchmark::State& state) {
   const std::vector<float> data(bytes / sizeof(float), 1.5f);
   auto echo = EchoRunner::start(state);
   if (!echo) return;
-  auto& [runner, channel] = *echo;
-  std::vector<std::byte> payload(64);
-  Message reply;
   LoopTimer timer(state);
   for (auto _ : state) {
     std::memcpy(shared, data.data(), bytes);
     benchmark::ClobberMemory();
-    channel.send(MessageType::echo, 1, payload, kNoDeadline, runner.pidfd());
-    if (channel.receive(reply, kNoDeadline, runner.pidfd()) != ChannelStatus::ok) {
-      state.SkipWithError("the echo runner went away");
-      break;
-    }
+    if (!echo->round_trip(state)) break;
   }
   g_copy_floor_ns = timer.ns_per_iteration();
   ratio_to_floor(state, timer);
-  channel.close();
-  runner.wait_for_exit(std::chrono::seconds(2));
+  echo->stop();
   ::munmap(shared, bytes);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
 }

@@ -468,13 +468,10 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   // The runners of isolation groups, made with their first member's options.
   struct GroupRunner {
     std::shared_ptr<RunnerGroup> runner;
-    const HookConfig* first_member = nullptr;
+    std::string first_member;
+    uint64_t memory_limit_mb = 0;  // the runner's, from its first member
   };
   std::map<std::string, GroupRunner> groups;
-  const auto planned_of = [&](const HookConfig* hook) {
-    return &*std::find_if(planned.begin(), planned.end(),
-                          [&](const Planned& x) { return x.hook == hook; });
-  };
   for (auto& item : planned) {
     HookSettings settings{item.hook->name, item.hook->order,
                           item.hook->on_error.value_or(cfg.on_error)};
@@ -491,21 +488,22 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
         std::shared_ptr<RunnerGroup> group;
         if (const std::string& name = item.isolation.group; !name.empty()) {
           auto [it, first] = groups.try_emplace(name);
+          GroupRunner& shared = it->second;
           if (first) {
-            it->second = {make_runner_group(name, sandbox), item.hook};
-          } else if (const Planned* other = planned_of(it->second.first_member);
-                     other->isolation.memory_limit_mb != item.isolation.memory_limit_mb) {
+            shared = {make_runner_group(name, sandbox), item.hook->name,
+                      item.isolation.memory_limit_mb};
+          } else if (shared.memory_limit_mb != item.isolation.memory_limit_mb) {
             // One process has one limit.
-            throw ConfigError("hooks '" + it->second.first_member->name + "' and '" +
-                                  item.hook->name + "' share isolation_group '" + name +
+            throw ConfigError("hooks '" + shared.first_member + "' and '" + item.hook->name +
+                                  "' share isolation_group '" + name +
                                   "' but ask for different "
                                   "memory_limit_mb (" +
-                                  std::to_string(other->isolation.memory_limit_mb) + " and " +
+                                  std::to_string(shared.memory_limit_mb) + " and " +
                                   std::to_string(item.isolation.memory_limit_mb) +
                                   "): give them the same limit, or different groups",
                               "memory_limit_mb");
           }
-          group = it->second.runner;
+          group = shared.runner;
         }
         const LoadedPlugin& plugin = *item.plugin;
         const ResolvedParams& params = item.params;

@@ -1,5 +1,6 @@
 #include "plugins/elf_note.hpp"
 #include "hookhost/host/params.hpp"
+#include "plugins/libelf_support.hpp"
 #include "support/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -154,21 +155,6 @@ std::string read_whole_file(const std::filesystem::path& file, std::vector<char>
   }
   out->resize(done);
   return {};
-}
-
-struct ElfCloser {
-  void operator()(Elf* e) const { elf_end(e); }
-};
-using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
-
-bool libelf_ready() {
-  static const bool ready = elf_version(EV_CURRENT) != EV_NONE;
-  return ready;
-}
-
-std::string elf_error() {
-  const char* msg = elf_errmsg(-1);
-  return msg ? msg : "unknown libelf error";
 }
 
 std::uint32_t load_u32(const std::byte* p) {

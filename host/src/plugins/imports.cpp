@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include "plugins/libelf_support.hpp"
 #include "support/unique_fd.hpp"
 
 namespace hookhost {
@@ -33,16 +34,6 @@ constexpr std::string_view kProcessWideCalls[] = {
     // What glibc's headers turn two of the above into: signal() under strict ISO C (-std=c99),
     // setrlimit() with _FILE_OFFSET_BITS=64.
     "__sysv_signal", "setrlimit64"};
-
-struct ElfCloser {
-  void operator()(Elf* e) const { elf_end(e); }
-};
-using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
-
-std::string elf_error() {
-  const char* msg = elf_errmsg(-1);
-  return msg ? msg : "unknown libelf error";
-}
 
 ImportsReadResult unknown(std::string why) {
   return {std::nullopt, std::move(why)};
@@ -66,8 +57,7 @@ ImportsReadResult read_process_wide_imports(const std::filesystem::path& file) {
   if (!S_ISREG(st.st_mode)) return unknown("not a regular file");
   const auto size = static_cast<std::uint64_t>(st.st_size);
 
-  static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
-  if (!libelf_ready) return unknown("libelf failed to initialise");
+  if (!libelf_ready()) return unknown("libelf failed to initialise");
   // ELF_C_READ reads with pread, never mmap: a file cut short is an error, never SIGBUS.
   ElfPtr elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
   if (!elf) return unknown("cannot read it as an ELF file: " + elf_error());

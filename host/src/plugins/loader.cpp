@@ -279,12 +279,9 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin) 
   }
 
   // A library constructor that replaced the host's signal handlers (see signal_guard.hpp).
-  if (const std::vector<int> changed = signals.restore_changes(); !changed.empty())
-    spdlog::error(
-        "plugin '{}' ({}) replaced the handler of {} while loading (in a library constructor); "
-        "the host's handler is restored: run its hooks with isolation = process if it must "
-        "handle signals",
-        plugin.metadata.id, key.string(), signal_names(changed));
+  signals.restore_and_report(*spdlog::default_logger(),
+                             "plugin '" + plugin.metadata.id + "' (" + key.string() + ")",
+                             "while loading (in a library constructor)");
   Registered entry{copy_fd, std::move(library), nullptr, {}};
   try {
     entry.plugin = check_entry(entry.library, plugin, std::move(sha256));

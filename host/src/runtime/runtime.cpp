@@ -131,16 +131,10 @@ std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const
 
 namespace {
 
-// Puts back the host's handlers a plugin replaced during one of its calls, and says so.
-void undo_signal_changes(const Runtime::Impl& m, const std::string& who, const char* callback,
-                         const SignalDispositions& before) {
-  const std::vector<int> changed = before.restore_changes();
-  if (changed.empty()) return;
-  m.log->error(
-      "{} replaced the handler of {} in {} at global step {}; the host's handler is restored "
-      "(the host needs it for a clean stop and for naming crashes): run this hook with "
-      "isolation = process if it must handle signals",
-      who, signal_names(changed), callback, m.live_step.load(std::memory_order_relaxed));
+// "in begin at global step 12", for a signal handler a call replaced.
+std::string during_call(const Runtime::Impl& m, const char* callback) {
+  return std::string("in ") + callback + " at global step " +
+         std::to_string(m.live_step.load(std::memory_order_relaxed));
 }
 
 // The lifecycle steps, as free functions over Impl so each reads as one phase.
@@ -166,7 +160,9 @@ struct Lifecycle {
     auto dt = std::chrono::steady_clock::now() - t0;
     m.running_slot.store(nullptr, std::memory_order_release);
     t_current_call = previous;
-    if (signals) undo_signal_changes(m, slot.services->blame_name, name_of(callback), *signals);
+    if (signals)
+      signals->restore_and_report(*m.log, slot.services->blame_name,
+                                  during_call(m, name_of(callback)));
     CallStats& st = slot.stats[static_cast<size_t>(callback)];
     ++st.calls;
     st.total += std::chrono::duration_cast<std::chrono::nanoseconds>(dt);
@@ -551,7 +547,7 @@ struct Lifecycle {
       slot.services->ended = true;
       const SignalDispositions signals = SignalDispositions::snapshot();
       std::string error = slot.dispatch->destroy();
-      undo_signal_changes(m, slot.services->blame_name, "destroy", signals);
+      signals.restore_and_report(*m.log, slot.services->blame_name, during_call(m, "destroy"));
       slot.state = HookState::destroyed;
       if (!error.empty())
         m.log->error("hook '{}' (plugin '{}', {}): {}", slot.settings.instance_name,
@@ -636,7 +632,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
       std::strcpy(err.message, "an exception escaped the plugin's create()");
     }
     t_current_call = previous;
-    undo_signal_changes(m, where, "create", signals);
+    signals.restore_and_report(*m.log, where, during_call(m, "create"));
   }
   const std::string message(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE));
   auto refuse = [&](const std::string& why) {

@@ -81,6 +81,17 @@ std::vector<int> SignalDispositions::restore_changes() const {
   return changed;
 }
 
+void SignalDispositions::restore_and_report(spdlog::logger& log, const std::string& who,
+                                            const std::string& during) const {
+  const std::vector<int> changed = restore_changes();
+  if (changed.empty()) return;
+  log.error(
+      "{} replaced the handler of {} {}; the host's handler is restored (the host needs it for a "
+      "clean stop and for naming crashes): run it with isolation = process if it must handle "
+      "signals",
+      who, signal_names(changed), during);
+}
+
 void register_plugin_library(const void* base, const std::string& file) {
   if (!base) return;
   std::lock_guard lock(g_libraries_mutex);

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+namespace spdlog {
+class logger;
+}
+
 namespace hookhost {
 
 class SignalDispositions {
@@ -22,6 +26,10 @@ class SignalDispositions {
   static SignalDispositions snapshot();
   // Puts back every guarded signal whose disposition differs from the snapshot's; returns them.
   std::vector<int> restore_changes() const;
+  // restore_changes(), and when there were any, one error on `log`: "WHO replaced the handler of
+  // SIGTERM DURING; the host's handler is restored ...".
+  void restore_and_report(spdlog::logger& log, const std::string& who,
+                          const std::string& during) const;
 
  private:
   std::vector<std::pair<int, struct sigaction>> saved_;

@@ -74,10 +74,11 @@ size_t RunnerGroup::member_count() const {
   return members_.size();
 }
 
-std::string RunnerGroup::runner_words() const {
-  const std::string pid = "(pid " + std::to_string(process_.pid()) + ")";
-  if (name_.empty()) return "the hook's runner process " + pid;
-  return "the runner process of isolation group '" + name_ + "' " + pid;
+std::string RunnerGroup::runner_words(bool with_pid) const {
+  std::string words = name_.empty() ? std::string("the hook's runner process")
+                                    : "the runner process of isolation group '" + name_ + "'";
+  if (with_pid) words += " (pid " + std::to_string(process_.pid()) + ")";
+  return words;
 }
 
 uint64_t RunnerGroup::ensure_running() {
@@ -154,9 +155,7 @@ void RunnerGroup::leave(uint32_t id, std::chrono::milliseconds timeout) {
 
 std::string RunnerGroup::loss_for_others(uint64_t generation) const {
   if (generation != generation_ || !lost_)
-    return (name_.empty() ? "the hook's runner process"
-                          : "the runner process of isolation group '" + name_ + "'") +
-           std::string(" was replaced after it was lost");
+    return runner_words(false) + " was replaced after it was lost";
   std::string text = lost_message_;
   if (!lost_during_hook_.empty()) text += " while hook '" + lost_during_hook_ + "' was running";
   return text;

@@ -85,7 +85,8 @@ class RunnerGroup {
   const std::string& record_loss(const std::string& what);
   std::string ended(const char* during);
   const std::string& lose(ChannelStatus status, const char* during);
-  std::string runner_words() const;
+  // "the hook's runner process (pid 12)", "the runner process of isolation group 'g' (pid 12)".
+  std::string runner_words(bool with_pid = true) const;
 
   const std::string name_;
   const SandboxOptions options_;
