@@ -1,7 +1,11 @@
 // What the benchmarks share: a workload whose step costs almost nothing, so the hooks' share
-// shows, and the no-op plugin built for them.
+// shows; the no-op plugin built for them; and the goal lines scripts/bench.sh collects.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -30,14 +34,100 @@ class CountingSession : public Session {
   int64_t step_ = 0;
 };
 
+// A workload that hands out a value it holds ("values", `bytes` long) without copying it, as a
+// real workload hands out its parameters.
+class ValuesSession : public CountingSession {
+ public:
+  explicit ValuesSession(size_t bytes)
+      : data_(std::make_shared<std::vector<float>>(bytes / sizeof(float), 1.5f)) {
+    shape_[0] = static_cast<int64_t>(data_->size());
+    hh_tensor view;
+    hh_tensor_init(&view);
+    view.name = "values";
+    view.dtype = HH_DTYPE_F32;
+    view.rank = 1;
+    view.shape = shape_;
+    view.data = data_->data();
+    view.byte_size = data_->size() * sizeof(float);
+    value_ = Tensor::borrow(view, data_);
+  }
+  std::vector<std::string> fetchable() const override { return {"loss", "values"}; }
+  StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override {
+    StepResult r = CountingSession::run({}, feeds);
+    for (const auto& name : fetches)
+      r.values.emplace(name, name == "values" ? value_ : Tensor::scalar_f32(1.0f));
+    return r;
+  }
+
+ private:
+  std::shared_ptr<std::vector<float>> data_;
+  int64_t shape_[1] = {0};
+  Tensor value_;
+};
+
+inline std::shared_ptr<const LoadedPlugin> bench_plugin(const std::string& id) {
+  DiscoveryResult found = discover_plugins({HOOKHOST_BENCH_PLUGIN_DIR});
+  const DiscoveredPlugin* p = found.find(id);
+  if (!p) throw std::runtime_error(id + " plugin not found in " HOOKHOST_BENCH_PLUGIN_DIR);
+  return load_plugin(*p);
+}
+
 inline std::shared_ptr<const LoadedPlugin> noop_plugin() {
-  static std::shared_ptr<const LoadedPlugin> plugin = [] {
-    DiscoveryResult found = discover_plugins({HOOKHOST_BENCH_PLUGIN_DIR});
-    const DiscoveredPlugin* p = found.find("bench_noop");
-    if (!p) throw std::runtime_error("bench_noop plugin not found");
-    return load_plugin(*p);
-  }();
+  static std::shared_ptr<const LoadedPlugin> plugin = bench_plugin("bench_noop");
   return plugin;
 }
+
+// One goal of the performance issue, printed as scripts/bench.sh collects it:
+//   goal NAME measured=X limit=Y PASS      (or MISS; lower is better, X <= Y passes)
+inline bool report_goal(const std::string& name, double measured, double limit) {
+  const bool pass = measured <= limit;
+  std::printf("goal %s measured=%.3f limit=%.3f %s\n", name.c_str(), measured, limit,
+              pass ? "PASS" : "MISS");
+  std::fflush(stdout);
+  return pass;
+}
+
+// The usual console table, and every benchmark's time per iteration (ns) kept by name: the median
+// when --benchmark_repetitions asks for several runs, else the one run.
+class TimesReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& run : runs) {
+      if (run.error_occurred) continue;
+      // CPU time for a benchmark on one thread (steadier on a busy machine), real time for one
+      // that waits on another process (UseRealTime).
+      const bool real = !run.run_name.time_type.empty();
+      const double ns =
+          (real ? run.GetAdjustedRealTime() : run.GetAdjustedCPUTime()) * to_ns(run.time_unit);
+      if (run.run_type == Run::RT_Iteration) {
+        if (!medians_.count(run.run_name.str())) times_[run.run_name.str()] = ns;
+      } else if (run.aggregate_name == "median") {
+        times_[run.run_name.str()] = ns;
+        medians_.insert({run.run_name.str(), true});
+      }
+    }
+  }
+  // Nanoseconds per iteration, or a negative number when the benchmark did not run.
+  double ns(const std::string& name) const {
+    auto it = times_.find(name);
+    return it == times_.end() ? -1 : it->second;
+  }
+  bool has(const std::string& name) const { return times_.count(name) != 0; }
+  const std::map<std::string, double>& times() const { return times_; }
+
+ private:
+  static double to_ns(benchmark::TimeUnit unit) {
+    switch (unit) {
+      case benchmark::kNanosecond: return 1;
+      case benchmark::kMicrosecond: return 1e3;
+      case benchmark::kMillisecond: return 1e6;
+      case benchmark::kSecond: return 1e9;
+    }
+    return 1;
+  }
+  std::map<std::string, double> times_;
+  std::map<std::string, bool> medians_;
+};
 
 }  // namespace hookhost::bench

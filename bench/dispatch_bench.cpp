@@ -1,14 +1,20 @@
-// What a hook costs: the host's dispatch through the C ABI and a whole runtime step, each reported
-// as a ratio to a baseline measured in the same run (a direct virtual call, a bare session step).
+// What a hook costs on the step path, each figure next to its floor measured in the same run:
+// - per-step dispatch of 1, 10 and 100 no-op plugin hooks through the whole runtime, against the
+//   same hooks' before_run and after_run called directly through their function pointers (indirect
+//   calls into the plugin's .so, which the compiler cannot see through);
+// - hooks that implement neither before_run nor after_run (they must cost nothing);
+// - the runtime with no hook, against the workload's step alone;
+// - one hook fetching a value of 4 B to 64 MiB (zero-copy: the cost must not grow with the size);
+// - full per-call timing (every call timed) next to the default sampled timing.
 #include <benchmark/benchmark.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
-#include <hookhost/host/discovery.hpp>
-#include <hookhost/host/loader.hpp>
 #include <hookhost/host/runtime.hpp>
 #include <map>
+#include <memory>
+#include <vector>
 
 #include "bench_support.hpp"
 
@@ -17,112 +23,181 @@ namespace {
 using namespace hookhost;
 using hookhost::bench::CountingSession;
 using hookhost::bench::noop_plugin;
+using hookhost::bench::ValuesSession;
 
-// ---- baselines ------------------------------------------------------------------------------
+// ---- the floor: the plugin's own functions, called through their pointers ------------------
 
-struct VirtualHook {
-  virtual ~VirtualHook() = default;
-  virtual int after_run(int64_t step) = 0;
+// `count` instances of bench_noop created through the plugin's entry, as a host would, and
+// destroyed with it.
+class RawHooks {
+ public:
+  explicit RawHooks(int count) {
+    auto plugin = noop_plugin();
+    const ResolvedParams params = resolve_params(plugin->metadata(), "raw", {});
+    ResolvedParams::CValues c = params.c_values();
+    hh_create_args args{};
+    args.struct_size = HH_CREATE_ARGS_SIZE;
+    args.instance_name = "raw";
+    args.params = c.values.empty() ? nullptr : c.values.data();
+    args.param_count = static_cast<uint32_t>(c.values.size());
+    args.param_stride = sizeof(hh_param_value);
+    for (int i = 0; i < count; ++i) {
+      hh_hook* hook = nullptr;
+      hh_error err;
+      hh_error_init(&err);
+      // bench_noop never calls its host, so it gets none.
+      if (plugin->entry().create(nullptr, &args, &hook, &err) != HH_OK || !hook)
+        throw std::runtime_error(std::string("bench_noop create failed: ") + err.message);
+      hooks_.push_back(hook);
+    }
+  }
+  ~RawHooks() {
+    for (hh_hook* h : hooks_) h->destroy(h);
+  }
+  RawHooks(const RawHooks&) = delete;
+  RawHooks& operator=(const RawHooks&) = delete;
+  const std::vector<hh_hook*>& hooks() const { return hooks_; }
+
+ private:
+  std::vector<hh_hook*> hooks_;
 };
-struct NoopVirtualHook final : VirtualHook {
-  int after_run(int64_t step) override { return static_cast<int>(step & 1); }
-};
 
-void BM_DirectVirtualCall(benchmark::State& state) {
-  std::unique_ptr<VirtualHook> hook = std::make_unique<NoopVirtualHook>();
-  benchmark::DoNotOptimize(hook);
-  int64_t step = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(hook->after_run(step++));
+// What the runtime cannot avoid per step: each hook's before_run, then each hook's after_run.
+void BM_IndirectCallFloor(benchmark::State& state) {
+  RawHooks raw(static_cast<int>(state.range(0)));
+  hh_run_context ctx{};
+  ctx.struct_size = HH_RUN_CONTEXT_SIZE;
+  hh_run_request request{};
+  hh_run_values values{};
+  values.struct_size = HH_RUN_VALUES_SIZE;
+  hh_error err;
+  hh_error_init(&err);
+  for (auto _ : state) {
+    for (hh_hook* h : raw.hooks()) benchmark::DoNotOptimize(h->before_run(h, &ctx, &request, &err));
+    for (hh_hook* h : raw.hooks()) benchmark::DoNotOptimize(h->after_run(h, &ctx, &values, &err));
+    ++ctx.global_step;
+  }
 }
-BENCHMARK(BM_DirectVirtualCall);
+BENCHMARK(BM_IndirectCallFloor)->ArgName("hooks")->Arg(1)->Arg(10)->Arg(100);
 
-std::unique_ptr<Runtime> make_runtime(CountingSession& session, int hooks, bool fetch) {
+// ---- the runtime ---------------------------------------------------------------------------
+
+RuntimeOptions quiet_options() {
   RuntimeOptions options;
   options.logger =
       std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
-  auto rt = std::make_unique<Runtime>(session, options);
+  return options;
+}
+
+std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, const std::string& plugin_id,
+                                      const std::string& fetch = "",
+                                      RuntimeOptions options = quiet_options()) {
+  auto rt = std::make_unique<Runtime>(session, std::move(options));
+  auto plugin = plugin_id == "bench_noop" ? noop_plugin() : hookhost::bench::bench_plugin(plugin_id);
   for (int i = 0; i < hooks; ++i) {
-    std::multimap<std::string, std::string> raw{{"fetch", fetch ? "true" : "false"}};
-    auto plugin = noop_plugin();
-    std::string name = "noop" + std::to_string(i);
+    std::multimap<std::string, std::string> raw;
+    if (!fetch.empty()) raw.emplace("fetch", fetch);
+    const std::string name = "hook" + std::to_string(i);
     rt->add_hook(plugin, {name, 0, FailurePolicy::disable},
                  resolve_params(plugin->metadata(), name, raw));
   }
-  rt->start();
+  if (!rt->start()) throw std::runtime_error("the runtime did not start");
   return rt;
 }
 
-// One step of the bare workload: the baseline for the runtime figures.
+const std::vector<std::string> kCallerFetches{"loss"};
+
+// The workload's step alone, with the same fetch the runtime's caller asks for.
 void BM_SessionStepAlone(benchmark::State& state) {
   CountingSession session;
-  TensorMap feeds;
-  std::vector<std::string> fetches{"loss"};
-  for (auto _ : state) benchmark::DoNotOptimize(session.run(fetches, feeds));
+  const TensorMap feeds;
+  for (auto _ : state) benchmark::DoNotOptimize(session.run(kCallerFetches, feeds));
 }
 BENCHMARK(BM_SessionStepAlone);
 
-// One runtime step with N no-op plugin hooks (each calls before_run and after_run through the ABI).
+// One runtime step with N no-op hooks (before_run and after_run each, default timing).
 void BM_RuntimeStep(benchmark::State& state) {
   CountingSession session;
-  auto rt = make_runtime(session, static_cast<int>(state.range(0)), state.range(1) != 0);
-  std::vector<std::string> fetches{"loss"};
-  for (auto _ : state) benchmark::DoNotOptimize(rt->run(fetches));
-  state.counters["hooks"] = static_cast<double>(state.range(0));
+  auto rt = make_runtime(session, static_cast<int>(state.range(0)), "bench_noop");
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run(kCallerFetches));
 }
-BENCHMARK(BM_RuntimeStep)
-    ->ArgNames({"hooks", "fetch"})
-    ->Args({0, 0})
-    ->Args({1, 0})
-    ->Args({5, 0})
-    ->Args({5, 1})
-    ->Args({20, 1});
+BENCHMARK(BM_RuntimeStep)->ArgName("hooks")->Arg(0)->Arg(1)->Arg(10)->Arg(100);
 
-// Reading a plugin's note (what listing costs per file), against nothing to compare but itself.
-void BM_DiscoverOnePlugin(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(discover_plugins({HOOKHOST_BENCH_PLUGIN_DIR}));
+// The same with every call timed (two clock reads per call): the cost of full accounting.
+void BM_RuntimeStepEveryCallTimed(benchmark::State& state) {
+  CountingSession session;
+  RuntimeOptions options = quiet_options();
+  options.time_every_n_steps = 1;
+  auto rt =
+      make_runtime(session, static_cast<int>(state.range(0)), "bench_noop", "", std::move(options));
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run(kCallerFetches));
 }
-BENCHMARK(BM_DiscoverOnePlugin);
+BENCHMARK(BM_RuntimeStepEveryCallTimed)->ArgName("hooks")->Arg(10);
 
-// Prints each result as a ratio to its baseline after the usual table.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const auto& run : runs)
-      if (run.run_type == Run::RT_Iteration)
-        times_[run.benchmark_name()] = run.GetAdjustedRealTime();
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    auto ratio = [&](const std::string& name, const std::string& base) {
-      if (!times_.count(name) || !times_.count(base)) return;
-      std::printf("  %-40s %8.2f x %s\n", name.c_str(), times_[name] / times_[base], base.c_str());
-    };
-    std::printf("\nRatios (real time):\n");
-    for (const auto& [name, t] : times_) {
-      if (name.rfind("BM_RuntimeStep", 0) == 0) ratio(name, "BM_SessionStepAlone");
-    }
-    // Per-hook dispatch cost: (5 hooks - 0 hooks) / 5 / 2 calls, against one virtual call.
-    const std::string h0 = "BM_RuntimeStep/hooks:0/fetch:0", h5 = "BM_RuntimeStep/hooks:5/fetch:0";
-    if (times_.count(h0) && times_.count(h5) && times_.count("BM_DirectVirtualCall")) {
-      double per_call = (times_[h5] - times_[h0]) / 10.0;
-      std::printf("  %-40s %8.2f x BM_DirectVirtualCall (%.1f ns per hook call)\n",
-                  "one hook call through the runtime", per_call / times_["BM_DirectVirtualCall"],
-                  per_call);
-    }
-  }
+// Hooks implementing neither before_run nor after_run.
+void BM_RuntimeStepIdleHooks(benchmark::State& state) {
+  CountingSession session;
+  auto rt = make_runtime(session, static_cast<int>(state.range(0)), "bench_idle");
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run(kCallerFetches));
+}
+BENCHMARK(BM_RuntimeStepIdleHooks)->ArgName("hooks")->Arg(1000);
 
- private:
-  std::map<std::string, double> times_;
-};
+// ---- values of growing size --------------------------------------------------------------
+
+// One hook fetching the value each step; the caller fetches nothing.
+void BM_RuntimeStepFetch(benchmark::State& state) {
+  ValuesSession session(static_cast<size_t>(state.range(0)));
+  auto rt = make_runtime(session, 1, "bench_noop", "values");
+  const std::vector<std::string> none;
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run(none));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_RuntimeStepFetch)->ArgName("bytes")->Arg(4)->Arg(4 << 10)->Arg(4 << 20)->Arg(64 << 20);
+
+// ---- the goals -------------------------------------------------------------------------------
+
+void report_goals(const hookhost::bench::TimesReporter& t) {
+  std::printf("\n");
+  const double empty = t.ns("BM_RuntimeStep/hooks:0");
+  for (int hooks : {1, 10, 100}) {
+    const std::string n = std::to_string(hooks);
+    const double step = t.ns("BM_RuntimeStep/hooks:" + n);
+    const double floor = t.ns("BM_IndirectCallFloor/hooks:" + n);
+    if (step < 0 || floor < 0 || empty < 0) continue;
+    std::printf("dispatch: %s hooks add %.1f ns per step; their calls alone take %.1f ns\n",
+                n.c_str(), step - empty, floor);
+    hookhost::bench::report_goal("dispatch_" + n + "_hooks_x_indirect_calls", (step - empty) / floor,
+                                 1.5);
+  }
+  if (const double idle = t.ns("BM_RuntimeStepIdleHooks/hooks:1000"); idle >= 0 && empty >= 0)
+    hookhost::bench::report_goal("idle_hook_ns_per_step", std::max(0.0, (idle - empty) / 1000), 0.1);
+  if (const double alone = t.ns("BM_SessionStepAlone"); alone >= 0 && empty >= 0) {
+    std::printf("empty runtime: %.1f ns per step around a workload step of %.1f ns\n", empty,
+                alone);
+    hookhost::bench::report_goal("empty_runtime_ns_per_step", std::max(0.0, empty - alone), 10);
+  }
+  const double sampled = t.ns("BM_RuntimeStep/hooks:10");
+  const double every = t.ns("BM_RuntimeStepEveryCallTimed/hooks:10");
+  if (sampled >= 0 && every >= 0)
+    std::printf("full per-call timing: %.1f ns more per hook call than sampled timing\n",
+                (every - sampled) / 20);
+  const double small = t.ns("BM_RuntimeStepFetch/bytes:4");
+  const double large = t.ns("BM_RuntimeStepFetch/bytes:67108864");
+  if (small > 0 && large >= 0) {
+    std::printf("values: a step fetching 64 MiB takes %.1f ns, one fetching 4 B %.1f ns\n", large,
+                small);
+    hookhost::bench::report_goal("values_inprocess_64mib_x_4b", large / small, 1.5);
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  RatioReporter reporter;
+  hookhost::bench::TimesReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  report_goals(reporter);
   return 0;
 }

@@ -62,15 +62,18 @@ RuntimeOptions quiet_options() {
   return options;
 }
 
-// A runtime with `hooks` no-op hooks, sandboxed or not; `sandboxed_out` gets the first
-// sandboxed dispatcher.
-std::unique_ptr<Runtime> make_runtime(CountingSession& session, int hooks, bool sandboxed,
-                                      ProcessDispatch** sandboxed_out = nullptr) {
+// A runtime with `hooks` no-op hooks, sandboxed or not, each fetching `fetch` when not empty;
+// `sandboxed_out` gets the first sandboxed dispatcher.
+std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, bool sandboxed,
+                                      ProcessDispatch** sandboxed_out = nullptr,
+                                      const std::string& fetch = "") {
   auto rt = std::make_unique<Runtime>(session, quiet_options());
   auto plugin = noop_plugin();
   for (int i = 0; i < hooks; ++i) {
     const std::string name = "noop" + std::to_string(i);
-    const ResolvedParams params = resolve_params(plugin->metadata(), name, {{"fetch", "false"}});
+    std::multimap<std::string, std::string> raw;
+    if (!fetch.empty()) raw.emplace("fetch", fetch);
+    const ResolvedParams params = resolve_params(plugin->metadata(), name, raw);
     if (!sandboxed) {
       rt->add_hook(plugin, {name, 0, FailurePolicy::disable}, params);
       continue;
@@ -245,6 +248,27 @@ BENCHMARK(BM_RuntimeStep)
     ->Args({1, 0})
     ->Args({1, 1});
 
+// ---- one sandboxed hook fetching a value of 4 B to 64 MiB ----------------------------------
+
+void BM_SandboxedStepFetch(benchmark::State& state) {
+  hookhost::bench::ValuesSession session(static_cast<size_t>(state.range(0)));
+  auto rt = make_runtime(session, 1, true, nullptr, "values");
+  if (!rt->start()) {
+    state.SkipWithError("the runtime did not start");
+    return;
+  }
+  const std::vector<std::string> none;
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run(none));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_SandboxedStepFetch)
+    ->UseRealTime()
+    ->ArgName("bytes")
+    ->Arg(4)
+    ->Arg(4 << 10)
+    ->Arg(4 << 20)
+    ->Arg(64 << 20);
+
 // ---- starting and stopping a runner: spawn, load, create, destroy, exit --------------------
 
 void BM_RunnerStartAndStop(benchmark::State& state) {
@@ -256,6 +280,31 @@ void BM_RunnerStartAndStop(benchmark::State& state) {
 }
 BENCHMARK(BM_RunnerStartAndStop)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+void report_goals(const hookhost::bench::TimesReporter& t) {
+  std::printf("\n");
+  const double floor = t.ns("BM_RawPingPong/real_time");
+  const double call = t.ns("BM_SandboxedNoopCall/real_time");
+  if (floor > 0 && call >= 0) {
+    std::printf("sandbox: one no-op call %.0f ns, the raw ping-pong %.0f ns\n", call, floor);
+    hookhost::bench::report_goal("sandbox_call_x_pingpong", call / floor, 2.0);
+  }
+  const double small = t.ns("BM_SandboxedStepFetch/bytes:4/real_time");
+  const double large = t.ns("BM_SandboxedStepFetch/bytes:67108864/real_time");
+  if (small > 0 && large >= 0) {
+    std::printf("sandbox values: a step fetching 64 MiB takes %.0f ns, one fetching 4 B %.0f ns\n",
+                large, small);
+    hookhost::bench::report_goal("values_sandbox_64mib_x_4b", large / small, 1.5);
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  hookhost::bench::TimesReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  report_goals(reporter);
+  return 0;
+}

@@ -1,16 +1,33 @@
 // Checkpoint files as docs/checkpoint-format.md describes them: the byte layout, the CRC-32C
-// trailer, the index file, retention, atomic writes and how restore skips corrupt files.
+// trailer, the index file, retention, atomic writes and how restore skips corrupt files; and how
+// the runtime writes them in the background: one save in flight, a new one waiting for it, the
+// snapshot taken at the request, close() waiting for the disk.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
 #include <fstream>
-#include "services/checkpoint.hpp"
-#include "services/event_writer.hpp"
+#include <mutex>
+#include <semaphore>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
+#include "runtime/checkpoint_writer.hpp"
+#include "services/checkpoint.hpp"
+#include "services/event_writer.hpp"
 
+#include "plugin_harness.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -467,6 +484,268 @@ TEST(Checkpoint, RestoreFindsNothingInAnEmptyOrMissingFolder) {
   TempDir dir;
   EXPECT_FALSE(restore_latest_checkpoint(dir.path()).has_value());
   EXPECT_FALSE(restore_latest_checkpoint(dir / "missing").has_value());
+}
+
+// ---- the background writer ------------------------------------------------------------------
+
+Checkpoint at_step(int64_t step) {
+  Checkpoint c;
+  c.global_step = step;
+  c.workload_state = std::to_string(step);
+  return c;
+}
+
+TEST(CheckpointWriter, SubmitReturnsWhileTheSaveIsWrittenAndSavesAreWrittenOneAtATimeInOrder) {
+  std::binary_semaphore first_started{0}, release_first{0};
+  std::mutex mutex;
+  std::vector<int64_t> written;
+  int writing = 0, most_writing = 0;
+  CheckpointWriter writer([&](const CheckpointSave& save) {
+    {
+      std::lock_guard lock(mutex);
+      most_writing = std::max(most_writing, ++writing);
+    }
+    if (save.checkpoint.global_step == 1) {
+      first_started.release();
+      release_first.acquire();
+    }
+    std::lock_guard lock(mutex);
+    --writing;
+    written.push_back(save.checkpoint.global_step);
+  });
+  EXPECT_FALSE(writer.busy());
+  writer.submit({at_step(1), "first"});  // returns although its write is held up
+  first_started.acquire();
+  EXPECT_TRUE(writer.busy());
+  std::atomic<bool> second_submitted{false};
+  std::thread training([&] {
+    writer.submit({at_step(2), "second"});  // waits for the first to be written
+    second_submitted = true;
+    writer.submit({at_step(3), "third"});
+  });
+  EXPECT_FALSE(second_submitted);
+  release_first.release();
+  training.join();
+  writer.wait_idle();
+  EXPECT_FALSE(writer.busy());
+  std::lock_guard lock(mutex);
+  EXPECT_THAT(written, ElementsAre(1, 2, 3));  // none skipped, none reordered
+  EXPECT_EQ(most_writing, 1);
+}
+
+TEST(CheckpointWriter, DestroyingTheWriterFinishesTheSaveInFlight) {
+  std::vector<int64_t> written;
+  {
+    CheckpointWriter writer(
+        [&](const CheckpointSave& save) { written.push_back(save.checkpoint.global_step); });
+    writer.submit({at_step(7), "last"});
+  }
+  EXPECT_THAT(written, ElementsAre(7));
+}
+
+// The runtime's log, which a test can hold up: the first message containing `hold_on` blocks the
+// thread logging it until release(). It takes no lock while it holds a thread, so others go on
+// logging, and wait_for() lets the test wait for a message instead of for time.
+class HoldingSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+ public:
+  explicit HoldingSink(std::string hold_on = "") : hold_on_(std::move(hold_on)) {}
+
+  std::binary_semaphore held{0};  // released once a thread is held
+  void release() { release_.release(); }
+
+  void wait_for(const std::string& what) {
+    std::unique_lock lock(mutex_);
+    logged_.wait(lock, [&] { return text_.find(what) != std::string::npos; });
+  }
+  std::string text() const {
+    std::lock_guard lock(mutex_);
+    return text_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string line(msg.payload.data(), msg.payload.size());
+    bool hold = false;
+    {
+      std::lock_guard lock(mutex_);
+      text_ += line + "\n";
+      hold = !hold_on_.empty() && !holding_done_ && line.find(hold_on_) != std::string::npos;
+      holding_done_ = holding_done_ || hold;
+    }
+    logged_.notify_all();
+    if (hold) {
+      held.release();
+      release_.acquire();
+    }
+  }
+  void flush_() override {}
+
+ private:
+  const std::string hold_on_;
+  mutable std::mutex mutex_;
+  std::condition_variable logged_;
+  std::string text_;
+  bool holding_done_ = false;
+  std::binary_semaphore release_{0};
+};
+
+// A runtime over the scripted session with one recorder hook (its state counts its after_runs),
+// logging into a HoldingSink.
+struct BackgroundSaves {
+  explicit BackgroundSaves(const std::string& hold_on = "")
+      : sink(std::make_shared<HoldingSink>(hold_on)), h({}, {"scripted"}) {
+    h.options.logger = std::make_shared<spdlog::logger>("hookhost", sink);
+    h.options.keep_checkpoints = 0;
+    h.add("recorder", "scripted", {{"trace", (h.root() / "trace.txt").string()}});
+  }
+  Runtime& runtime() { return h.runtime(); }
+  fs::path folder() const { return h.run_dir() / "checkpoints"; }
+  fs::path file(int64_t step) const { return folder() / ("model.ckpt-" + std::to_string(step)); }
+
+  // Puts a FIFO where this process writes `name` before renaming it: the writer thread's open()
+  // of it blocks until the test opens it for reading (drain). A FIFO cannot be fsynced, so that
+  // save then fails, as a full disk would make it fail.
+  fs::path hold_write_of(const std::string& name) {
+    fs::create_directories(folder());
+    const fs::path fifo = folder() / ("." + name + ".tmp-" + std::to_string(::getpid()));
+    if (::mkfifo(fifo.c_str(), 0644) != 0) ADD_FAILURE() << "mkfifo: " << std::strerror(errno);
+    return fifo;
+  }
+  // Lets the held write go on and returns every byte it wrote.
+  static std::string drain(const fs::path& fifo) {
+    const int fd = ::open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      ADD_FAILURE() << "cannot open " << fifo << ": " << std::strerror(errno);
+      return "";
+    }
+    std::string bytes;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      bytes.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return bytes;
+  }
+
+  std::shared_ptr<HoldingSink> sink;
+  PluginHarness h;
+};
+
+TEST(CheckpointWriting, ASaveAskedForWhileAnotherIsBeingWrittenWaitsForItAndBothAreWritten) {
+  BackgroundSaves job("wrote checkpoint");  // holds the writer as it reports its first file
+  ASSERT_TRUE(job.runtime().start());
+  std::atomic<bool> second_returned{false};
+  std::thread training([&] {
+    job.runtime().request_checkpoint("first");
+    job.runtime().run();
+    job.runtime().request_checkpoint("second");
+    job.runtime().run();  // its boundary finds the first save in flight
+    second_returned = true;
+  });
+  job.sink->held.acquire();
+  job.sink->wait_for("the checkpoint at global step 2 waits for the one being written");
+  EXPECT_FALSE(second_returned);
+  EXPECT_FALSE(fs::exists(job.file(2)));
+  job.sink->release();
+  training.join();
+  job.runtime().wait_for_checkpoints();
+  EXPECT_THAT(list_checkpoints(job.folder()), ElementsAre(job.file(2), job.file(1)));
+  const Checkpoint second = read_checkpoint(job.file(2));
+  EXPECT_EQ(second.workload_state, "2");
+  EXPECT_EQ(second.hook_states.at("recorder").bytes, "after_runs=2");
+  ASSERT_TRUE(job.runtime().last_checkpoint().has_value());
+  EXPECT_EQ(job.runtime().last_checkpoint()->file, job.file(2));
+  const std::string log = job.sink->text();
+  EXPECT_LT(log.find("wrote checkpoint " + job.file(1).string() + " (requested by first)"),
+            log.find("wrote checkpoint " + job.file(2).string() + " (requested by second)"));
+}
+
+TEST(CheckpointWriting, TheCheckpointHoldsTheStateAtTheRequestWhileTheJobMovesOn) {
+  BackgroundSaves job;
+  const fs::path fifo = job.hold_write_of("model.ckpt-1");
+  ASSERT_TRUE(job.runtime().start());
+  job.runtime().request_checkpoint("at step 1");
+  job.runtime().run();  // the snapshot is taken here; its write is held up
+  job.runtime().run();
+  job.runtime().run();
+  EXPECT_EQ(job.h.session.step, 3);
+  EXPECT_EQ(job.runtime().saved_hook_states().at("recorder").bytes, "after_runs=3");
+  EXPECT_FALSE(job.runtime().last_checkpoint().has_value());  // in flight: not named yet
+
+  const std::string bytes = BackgroundSaves::drain(fifo);
+  const fs::path copy = job.h.root() / "written";
+  write_file(copy, bytes);
+  const Checkpoint written = read_checkpoint(copy);
+  EXPECT_EQ(written.global_step, 1);
+  EXPECT_EQ(written.workload_state, "1");
+  EXPECT_EQ(written.hook_states.at("recorder"), (SavedHookState{"scripted", 1, "after_runs=1"}));
+
+  // Later saves are not affected by the one that failed.
+  job.runtime().request_checkpoint("at step 3");
+  job.runtime().close();
+  EXPECT_THAT(job.sink->text(), HasSubstr("could not write the checkpoint at global step 1 "
+                                          "requested by at step 1: cannot fsync"));
+  EXPECT_FALSE(fs::exists(fifo));
+  EXPECT_EQ(read_checkpoint(job.file(3)).workload_state, "3");
+  EXPECT_EQ(read_checkpoint(job.file(3)).hook_states.at("recorder").bytes, "after_runs=3");
+}
+
+TEST(CheckpointWriting, AFailedWriteIsLoggedAndTheNewestCompletedCheckpointIsStillNamed) {
+  BackgroundSaves job;
+  ASSERT_TRUE(job.runtime().start());
+  job.runtime().request_checkpoint("first");
+  job.runtime().run();
+  job.runtime().wait_for_checkpoints();
+  ASSERT_TRUE(job.runtime().last_checkpoint().has_value());
+  ASSERT_EQ(job.runtime().last_checkpoint()->file, job.file(1));
+
+  // The folder is gone and a file took its name: the next save cannot even create it.
+  fs::rename(job.folder(), job.h.root() / "moved");
+  write_file(job.folder(), "not a folder");
+  job.runtime().request_checkpoint("second");
+  job.runtime().run();
+  job.runtime().wait_for_checkpoints();
+  EXPECT_THAT(job.sink->text(), AllOf(HasSubstr("could not write the checkpoint at global step 2 "
+                                                "requested by second: "),
+                                      HasSubstr("cannot create checkpoint folder")));
+  const auto newest = job.runtime().last_checkpoint();
+  ASSERT_TRUE(newest.has_value());
+  EXPECT_EQ(newest->file, job.file(1));
+  EXPECT_EQ(newest->global_step, 1);
+  EXPECT_FALSE(job.runtime().should_stop());  // the job goes on
+  EXPECT_NE(job.runtime().close().outcome, Outcome::failed);
+}
+
+TEST(CheckpointWriting, CloseAndTheDestructorReturnOnlyOnceTheSaveInFlightIsDone) {
+  for (const bool destroy : {false, true}) {
+    SCOPED_TRACE(destroy ? "destructor" : "close()");
+    BackgroundSaves job;
+    const fs::path fifo = job.hold_write_of("model.ckpt-1");
+    ASSERT_TRUE(job.runtime().start());
+    job.runtime().request_checkpoint("before the end");
+    job.runtime().run();
+    std::atomic<bool> returned{false};
+    std::thread ending([&] {
+      if (destroy)
+        job.h.finish();
+      else
+        job.runtime().close();
+      returned = true;
+    });
+    job.sink->wait_for("waiting for the checkpoint being written");
+    EXPECT_FALSE(returned);
+    EXPECT_FALSE(BackgroundSaves::drain(fifo).empty());
+    ending.join();
+    const std::string log = job.sink->text();
+    const auto save_done = log.find("could not write the checkpoint at global step 1");
+    const auto job_line = log.find("(global step 1, 1 steps run)");
+    ASSERT_NE(save_done, std::string::npos) << log;
+    ASSERT_NE(job_line, std::string::npos) << log;
+    EXPECT_LT(save_done, job_line);
+  }
 }
 
 }  // namespace

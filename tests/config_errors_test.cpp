@@ -128,6 +128,9 @@ const std::vector<BadConfig> kBadConfigs = {
      "must be an integer between 0 and 1000000 (0 keeps every checkpoint); got '-1'"},
     {"keep_checkpoints text", "[run]\nkeep_checkpoints = 3x\n", 2, "[run] keep_checkpoints",
      "must be an integer between 0 and 1000000"},
+    {"time_every_n_steps zero", "[run]\ntime_every_n_steps = 0\n", 2, "[run] time_every_n_steps",
+     "must be an integer between 1 and 1000000 (1 times every before_run and after_run call); "
+     "got '0'"},
     {"empty checkpoint_dir", "[run]\ncheckpoint_dir =\n", 2, "[run] checkpoint_dir",
      "must name a folder"},
     {"unknown run key", "[run]\nrundir = x\n", 2, "[run] rundir", "plugin_dir, run_dir"},

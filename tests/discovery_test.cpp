@@ -9,8 +9,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 
 #include "job/display_text.hpp"
@@ -42,6 +45,44 @@ std::vector<std::string> ids(const DiscoveryResult& r) {
   std::vector<std::string> out;
   for (const DiscoveredPlugin& p : r.plugins) out.push_back(p.metadata.id);
   return out;
+}
+
+// What this thread has read so far through read(2) and pread(2), page cache hits included (the
+// kernel's rchar); nullopt when the kernel keeps no such count.
+std::optional<std::uint64_t> bytes_read_by_this_thread() {
+  std::ifstream io("/proc/thread-self/io");
+  std::string key;
+  std::uint64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return std::nullopt;
+}
+
+// A copy of `source` with one more section of `bytes` bytes: the section's bytes, then a new
+// section header table (the old one and the new section), are appended and the ELF header points
+// to them. The loader needs no section headers, so the copy is still the same plugin.
+fs::path with_large_section(const fs::path& source, const fs::path& dir, std::size_t bytes) {
+  std::string content = read_file(source);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, content.data(), sizeof eh);
+  std::string headers = content.substr(eh.e_shoff, std::size_t{eh.e_shnum} * sizeof(Elf64_Shdr));
+  content.resize((content.size() + 7) / 8 * 8);
+  Elf64_Shdr big{};
+  big.sh_type = SHT_PROGBITS;
+  big.sh_offset = content.size();
+  big.sh_size = bytes;
+  big.sh_addralign = 1;
+  content.append(bytes, '\x5a');
+  content.resize((content.size() + 7) / 8 * 8);
+  eh.e_shoff = content.size();
+  eh.e_shnum = static_cast<Elf64_Half>(eh.e_shnum + 1);
+  headers.append(reinterpret_cast<const char*>(&big), sizeof big);
+  content += headers;
+  std::memcpy(content.data(), &eh, sizeof eh);
+  const fs::path copy = dir / ("large_" + source.filename().string());
+  write_file(copy, content);
+  return copy;
 }
 
 TEST(Discovery, FindsCAndCxxPluginsWithTheirMetadata) {
@@ -291,6 +332,37 @@ TEST(Discovery, DoesNotLoadPluginsThatWouldFailToLoad) {
   DiscoveryResult r = discover_plugins({dir.path()});
   EXPECT_THAT(r.rejected, IsEmpty());
   EXPECT_EQ(ids(r), (std::vector<std::string>{"missing_symbol", "no_entry", "note_side"}));
+}
+
+// ---- what discovery reads ---------------------------------------------------------------------
+
+TEST(Discovery, ListingReadsTheHeadersAndTheNoteNotTheWholeFile) {
+  constexpr std::size_t kSection = std::size_t{8} << 20;
+  TempDir dir;
+  const fs::path file = with_large_section(fixture_plugin("faulty"), dir.path(), kSection);
+  ASSERT_GT(fs::file_size(file), kSection);
+
+  const std::optional<std::uint64_t> before = bytes_read_by_this_thread();
+  if (!before) GTEST_SKIP() << "this kernel keeps no read counts (/proc/thread-self/io)";
+  const DiscoveryResult listed = discover_plugins({dir.path()});
+  const std::uint64_t listing_read = *bytes_read_by_this_thread() - *before;
+
+  EXPECT_THAT(listed.rejected, IsEmpty());
+  ASSERT_NE(listed.find("faulty"), nullptr);
+  EXPECT_EQ(listed.find("faulty")->metadata, *read_plugin_note(fixture_plugin("faulty")).metadata);
+  EXPECT_FALSE(listed.find("faulty")->process_wide_calls) << "listing read the imports";
+  // The headers and the note are a few KiB at most; reading the file would be 8 MiB.
+  EXPECT_LT(listing_read, 64u << 10);
+
+  // Asked for, the imports come from the same open file, and its big section is still not read.
+  const std::uint64_t before_describe = *bytes_read_by_this_thread();
+  const DiscoveryResult described = discover_plugins({dir.path()}, {.imports_of = {"faulty"}});
+  const std::uint64_t describe_read = *bytes_read_by_this_thread() - before_describe;
+  ASSERT_NE(described.find("faulty"), nullptr);
+  ASSERT_TRUE(described.find("faulty")->process_wide_calls);
+  EXPECT_EQ(*described.find("faulty")->process_wide_calls,
+            (std::vector<std::string>{"_exit", "exit", "sigaction", "signal"}));
+  EXPECT_LT(describe_read, 64u << 10);
 }
 
 TEST(Discovery, RunsNoPluginCodeButLoadingDoes) {

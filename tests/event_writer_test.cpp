@@ -5,15 +5,20 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <future>
+#include <limits>
 #include "services/event_writer.hpp"
 #include <regex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -63,6 +68,42 @@ std::string this_hostname() {
   if (::gethostname(name, sizeof name - 1) != 0 || !name[0]) return "localhost";
   return name;
 }
+
+// The steps of the scalar events in `file`.
+std::vector<int64_t> scalar_steps(const fs::path& file) {
+  std::vector<int64_t> steps;
+  for (const Event& event : read_events(file))
+    if (!event.scalars.empty()) steps.push_back(event.step);
+  return steps;
+}
+
+std::vector<int64_t> steps_from(int64_t first, int64_t last) {
+  std::vector<int64_t> steps;
+  for (int64_t step = first; step <= last; ++step) steps.push_back(step);
+  return steps;
+}
+
+// The whole records at the start of `bytes`, checksums checked; a record still being written
+// (a concurrent write seen half-way) ends the list instead of failing it.
+std::vector<std::string> whole_records(std::string_view bytes) {
+  std::vector<std::string> records;
+  std::size_t at = 0;
+  while (bytes.size() - at >= 12) {
+    const uint64_t length = read_le(bytes, at, 8);
+    if (bytes.size() - at - 12 < length + 4) break;
+    EXPECT_EQ(read_le(bytes, at + 8, 4), masked_crc32c(bytes.substr(at, 8))) << "at byte " << at;
+    const std::string_view data = bytes.substr(at + 12, length);
+    EXPECT_EQ(read_le(bytes, at + 12 + length, 4), masked_crc32c(data)) << "at byte " << at;
+    records.emplace_back(data);
+    at += 12 + length + 4;
+  }
+  return records;
+}
+
+// A schedule under which only a flush or the end writes: the thread is never woken.
+constexpr EventWriteSchedule kOnlyFlushWrites{std::chrono::hours(24),
+                                              std::numeric_limits<std::size_t>::max(),
+                                              std::numeric_limits<std::size_t>::max()};
 
 // Reference §4 test vectors, and records derived from the same rules (independently computed).
 constexpr std::string_view kFileVersionRecord =
@@ -299,6 +340,135 @@ TEST(EventWriterFor, TwoJobsInOneProcessHaveTheirOwnWriters) {
             (std::vector<std::pair<int64_t, float>>{{1, 2.0f}}));
 }
 
+// ---- buffering: the writer thread, flushes from other threads, the end --------------------------
+
+TEST(EventFileWriter, RecordsWaitInMemoryUntilAFlush) {
+  TempDir dir;
+  EventFileWriter writer(dir.path(), kOnlyFlushWrites);
+  for (int step = 1; step <= 50; ++step) writer.add_scalar(step, "loss", 1.0f);
+  EXPECT_THAT(read_records(read_file(writer.file())), SizeIs(1));  // the version record only
+  writer.flush();
+  EXPECT_EQ(scalar_steps(writer.file()), steps_from(1, 50));
+}
+
+TEST(EventFileWriter, DestroyingTheWriterWritesEverythingStillBuffered) {
+  TempDir dir;
+  fs::path file;
+  {
+    EventFileWriter writer(dir.path(), kOnlyFlushWrites);
+    file = writer.file();
+    for (int step = 1; step <= 200; ++step) writer.add_scalar(step, "loss", 0.5f);
+    writer.add_session_log(201, 2, "");
+  }
+  const std::vector<Event> events = read_events(file);
+  ASSERT_THAT(events, SizeIs(202));
+  EXPECT_EQ(scalar_steps(file), steps_from(1, 200));
+  EXPECT_EQ(events.back().session_log_status, 2);
+}
+
+TEST(EventFileWriter, TheWriterThreadWritesOnceEnoughBytesWaitWithoutAnyFlush) {
+  TempDir dir;
+  // Every record wakes the thread; the interval never passes.
+  EventFileWriter writer(dir.path(), {std::chrono::hours(24), 1, 1 << 20});
+  for (int step = 1; step <= 10; ++step) writer.add_scalar(step, "loss", 1.0f);
+  // Waits for the thread's write (nobody else writes); never for a set time.
+  while (whole_records(read_file(writer.file())).size() < 11) std::this_thread::yield();
+  EXPECT_EQ(scalar_steps(writer.file()), steps_from(1, 10));
+}
+
+TEST(EventFileWriter, TheWriterThreadWritesOnceTheIntervalPassesWithoutAnyFlush) {
+  TempDir dir;
+  // The buffer never gets large enough to wake the thread: only its interval brings it.
+  EventFileWriter writer(dir.path(), {std::chrono::milliseconds(1), 1 << 20, 1 << 20});
+  writer.add_scalar(7, "loss", 0.25f);
+  while (whole_records(read_file(writer.file())).size() < 2) std::this_thread::yield();
+  EXPECT_EQ(scalar_steps(writer.file()), std::vector<int64_t>{7});
+}
+
+TEST(EventFileWriter, ACallerFindingTheBufferFullWritesItItself) {
+  TempDir dir;
+  // The thread is never woken and its interval never passes: the bound is all that writes.
+  EventFileWriter writer(dir.path(), {std::chrono::hours(24),
+                                      std::numeric_limits<std::size_t>::max(), 1000});
+  int step = 0;
+  while (whole_records(read_file(writer.file())).size() < 2) writer.add_scalar(++step, "x", 1.0f);
+  // Every record appended so far went out in that one write.
+  EXPECT_EQ(scalar_steps(writer.file()), steps_from(1, step));
+}
+
+TEST(EventWriters, FlushAllOnAnotherThreadWritesEveryRecordAppendedBeforeIt) {
+  TempDir dir;
+  EventWriters writers;
+  EventFileWriter& run = writers.for_folder(dir / "run");
+  EventFileWriter& eval = writers.for_folder(dir / "eval");
+  std::promise<void> appended;
+  std::thread training([&] {
+    for (int step = 1; step <= 500; ++step) {
+      run.add_scalar(step, "loss", 1.0f);
+      if (step % 5 == 0) eval.add_scalar(step, "accuracy", 0.5f);
+    }
+    appended.set_value();
+  });
+  appended.get_future().wait();
+  std::thread checkpointing([&] { writers.flush_all(); });
+  checkpointing.join();
+  // Read while the writers still live: the flush, not their destructors, wrote this.
+  EXPECT_EQ(scalar_steps(run.file()), steps_from(1, 500));
+  EXPECT_THAT(scalar_steps(eval.file()), SizeIs(100));
+  training.join();
+}
+
+// A flush from one thread while another keeps appending and the writer thread keeps writing:
+// every record appended before the flush was called is on disk, whole, when it returns.
+TEST(EventFileWriter, AFlushRacingAppendsAndTheWriterThreadLosesNothingAppendedBeforeIt) {
+  TempDir dir;
+  EventFileWriter writer(dir.path(), {std::chrono::milliseconds(1), 512, 1 << 20});
+  constexpr int64_t kRecords = 20000;
+  std::atomic<int64_t> appended{0};
+  std::thread training([&] {
+    for (int64_t step = 1; step <= kRecords; ++step) {
+      writer.add_scalar(step, "loss", 1.0f);
+      appended.store(step, std::memory_order_release);
+    }
+  });
+  int64_t before = 0;
+  for (int round = 0; before < kRecords; ++round) {
+    before = appended.load(std::memory_order_acquire);
+    writer.flush();
+    // Records are in append order, so the one at index `before` (after the version record) is
+    // the last one appended before the flush.
+    const std::vector<std::string> records = whole_records(read_file(writer.file()));
+    ASSERT_GT(records.size(), static_cast<std::size_t>(before)) << "round " << round;
+    ASSERT_EQ(decode_event(records[static_cast<std::size_t>(before)]).step, before);
+  }
+  training.join();
+  EXPECT_EQ(scalar_steps(writer.file()), steps_from(1, kRecords));
+}
+
+// Runs in a child: some records flushed, then more appended, then the process is killed.
+[[noreturn]] void append_then_get_killed(const fs::path& dir) {
+  EventFileWriter writer(dir, kOnlyFlushWrites);
+  for (int step = 1; step <= 5; ++step) writer.add_scalar(step, "loss", 1.0f);
+  writer.flush();
+  for (int step = 6; step <= 8; ++step) writer.add_scalar(step, "loss", 1.0f);
+  ::raise(SIGKILL);
+  std::_Exit(3);
+}
+
+TEST(EventFileWriter, AKilledProcessLosesOnlyTheUnwrittenTailAndTheFileStaysReadable) {
+  TempDir dir;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) append_then_get_killed(dir.path());
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  const std::vector<fs::path> files = event_files(dir.path());
+  ASSERT_THAT(files, SizeIs(1));
+  EXPECT_EQ(truncate_to_last_whole_record(files[0]), 0u);  // whole records only
+  EXPECT_EQ(scalar_steps(files[0]), steps_from(1, 5));      // steps 6 to 8 were never written
+}
+
 // ---- torn records ----------------------------------------------------------------------------
 
 TEST(EventFileRepair, ATornTailIsCutBackToTheLastWholeRecord) {
@@ -354,6 +524,39 @@ TEST(EventFileRepair, ATornTailIsCutBackToTheLastWholeRecord) {
 TEST(EventFileRepair, AWriteThatFailsPartWayIsRolledBackAndLaterRecordsStayReadable) {
   TempDir dir;
   EXPECT_EXIT(write_past_a_file_size_limit(dir.path()), ::testing::ExitedWithCode(0), "");
+}
+
+// Runs in a child with a small file-size limit: the writer thread's write fails, and the next
+// call on the writer reports it.
+[[noreturn]] void fail_in_the_writer_thread(const fs::path& dir) {
+  ::signal(SIGXFSZ, SIG_IGN);
+  std::string reported;
+  fs::path file;
+  {
+    EventFileWriter writer(dir,
+                           {std::chrono::hours(24), 1, std::numeric_limits<std::size_t>::max()});
+    file = writer.file();
+    const auto start = fs::file_size(file);
+    rlimit limit{static_cast<rlim_t>(start + 100), static_cast<rlim_t>(start + 100)};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    // Every record wakes the thread; appending goes on until a call reports its failure.
+    for (int64_t step = 0; reported.empty(); ++step) {
+      try {
+        writer.add_scalar(step, "loss", 1.0f);
+      } catch (const std::exception& e) {
+        reported = e.what();
+      }
+      std::this_thread::yield();
+    }
+  }  // the writer thread has stopped: nothing writes any more
+  const bool named = reported.find("rolled back to the last whole record") != std::string::npos &&
+                     reported.find(file.string()) != std::string::npos;
+  std::_Exit(named && truncate_to_last_whole_record(file) == 0 ? 0 : 1);
+}
+
+TEST(EventFileRepair, AFailedWriteOfTheWriterThreadIsReportedByTheNextCall) {
+  TempDir dir;
+  EXPECT_EXIT(fail_in_the_writer_thread(dir.path()), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

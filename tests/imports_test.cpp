@@ -12,6 +12,8 @@
 
 #include "hookhost/host/discovery.hpp"
 #include "plugin_files.hpp"
+#include "plugins/elf_note.hpp"
+#include "plugins/libelf_support.hpp"
 #include "test_support.hpp"
 
 namespace hookhost {
@@ -154,23 +156,67 @@ TEST(ProcessWideImports, MissingOrDamagedSymbolTablesAreUnknown) {
   EXPECT_THAT(missing.error, HasSubstr("cannot open"));
 }
 
-TEST(ProcessWideImports, DiscoveryRecordsThemAndKeepsAPluginWhoseImportsAreUnknown) {
+TEST(ProcessWideImports, DiscoveryReadsThemForTheNamedPluginsAndKeepsOnesWhoseImportsAreUnknown) {
   TempDir dir;
   copy_plugin(fixture_plugin("faulty"), dir.path());
   copy_plugin(fixture_plugin("good_c"), dir.path());
+  copy_plugin(fixture_plugin("good_cxx"), dir.path());
   const fs::path crasher = dir / "crasher";
   fs::create_directory(crasher);
   without_section_headers(fixture_plugin("crasher"), crasher);
-  DiscoveryResult r = discover_plugins({dir.path(), crasher});
+  DiscoveryResult r =
+      discover_plugins({dir.path(), crasher}, {.imports_of = {"faulty", "good_c", "crasher"}});
   EXPECT_THAT(r.rejected, IsEmpty());
   ASSERT_NE(r.find("faulty"), nullptr);
   ASSERT_TRUE(r.find("faulty")->process_wide_calls);
-  EXPECT_THAT(*r.find("faulty")->process_wide_calls, ElementsAre("_exit", "exit", "sigaction", "signal"));
+  EXPECT_THAT(*r.find("faulty")->process_wide_calls,
+              ElementsAre("_exit", "exit", "sigaction", "signal"));
   ASSERT_NE(r.find("good_c"), nullptr);
   ASSERT_TRUE(r.find("good_c")->process_wide_calls);
   EXPECT_THAT(*r.find("good_c")->process_wide_calls, IsEmpty());
   ASSERT_NE(r.find("crasher"), nullptr);  // still a plugin: only its imports are unknown
   EXPECT_FALSE(r.find("crasher")->process_wide_calls);
+  ASSERT_NE(r.find("good_cxx"), nullptr);  // not named: not read
+  EXPECT_FALSE(r.find("good_cxx")->process_wide_calls);
+
+  // Listing alone reads no imports at all.
+  for (const DiscoveredPlugin& p : discover_plugins({dir.path(), crasher}).plugins)
+    EXPECT_FALSE(p.process_wide_calls) << p.metadata.id;
+}
+
+TEST(ProcessWideImports, DiscoveryReadsThemFromTheFileItUsesNotFromAnIgnoredDuplicate) {
+  TempDir first, second;
+  // The file that wins has unreadable imports; the ignored one would name four calls.
+  without_section_headers(fixture_plugin("faulty"), first.path());
+  copy_plugin(fixture_plugin("faulty"), second.path());
+  DiscoveryResult r = discover_plugins({first.path(), second.path()}, {.imports_of = {"faulty"}});
+  ASSERT_EQ(r.duplicates.size(), 1u);
+  ASSERT_NE(r.find("faulty"), nullptr);
+  EXPECT_EQ(r.find("faulty")->file, first / "no_sections.so");
+  EXPECT_FALSE(r.find("faulty")->process_wide_calls);
+
+  r = discover_plugins({second.path(), first.path()}, {.imports_of = {"faulty"}});
+  ASSERT_NE(r.find("faulty"), nullptr);
+  ASSERT_TRUE(r.find("faulty")->process_wide_calls);
+  EXPECT_THAT(*r.find("faulty")->process_wide_calls,
+              ElementsAre("_exit", "exit", "sigaction", "signal"));
+}
+
+TEST(ProcessWideImports, TheNoteAndTheImportsShareOneOpenFile) {
+  TempDir dir;
+  const fs::path file = copy_plugin(fixture_plugin("faulty"), dir.path());
+  ElfFile opened(file);
+  ASSERT_EQ(opened.open_error(), "");
+  // Removed from the folder: only the descriptor opened above can still reach the bytes.
+  fs::remove(file);
+  NoteReadResult note = read_plugin_note(opened);
+  ASSERT_TRUE(note.metadata) << note.error;
+  EXPECT_EQ(note.metadata->id, "faulty");
+  ImportsReadResult imports = read_process_wide_imports(opened);
+  ASSERT_TRUE(imports.calls) << imports.error;
+  EXPECT_THAT(*imports.calls, ElementsAre("_exit", "exit", "sigaction", "signal"));
+  // And either reader alone, on a path that is gone, says so.
+  EXPECT_THAT(read_process_wide_imports(file).error, HasSubstr("cannot open"));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // A job killed with SIGKILL at 20 different moments and resumed ends exactly like an uninterrupted
 // one: the same final step and outcome, the same hook states (no step counted twice), the same
-// history rows and the same TensorBoard scalars at the same steps.
+// history rows and the same TensorBoard scalars at the same steps. Checkpoints are written in the
+// background, so a kill can land in the middle of a write: every checkpoint file a kill leaves
+// must still verify, and the resumed job must start from the newest of them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +20,7 @@ namespace hookhost::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Every stateful built-in hook, plus a recorder that counts its after_runs in its state and can
 // kill the process once at a chosen step.
@@ -38,6 +41,7 @@ std::string job_config(const fs::path& dir, int64_t kill_at, const std::string& 
 
 struct Outcome {
   std::string summary_line;  // "job stopped (...)"
+  int64_t first_step = -1;   // where the job started: the restored checkpoint's step, or 0
   int64_t final_step = -1;
   std::map<std::string, std::string> states;  // hook -> state bytes (time_limit's left out)
   std::vector<std::string> history;           // rows without the wall-time column
@@ -51,7 +55,10 @@ Outcome outcome_of(const fs::path& dir, const ProcessResult& last) {
   std::smatch m;
   if (std::regex_search(last.out, m, std::regex(R"(hookhost: (job \w+ \([^\n]*\)))")))
     o.summary_line = m[1];
-  if (std::regex_search(last.out, m, std::regex(R"(-> (\d+)\))"))) o.final_step = std::stoll(m[1]);
+  if (std::regex_search(last.out, m, std::regex(R"(global step (\d+) -> (\d+)\))"))) {
+    o.first_step = std::stoll(m[1]);
+    o.final_step = std::stoll(m[2]);
+  }
   const fs::path run = dir / "run";
   const auto newest = restore_latest_checkpoint(run / "checkpoints");
   if (newest && !newest->file.empty())
@@ -125,9 +132,15 @@ TEST(KillResume, TwentyKillsEachResumeToTheUninterruptedResult) {
     const ProcessResult killed = run_job(dir, step, callback);
     ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.err;
     ASSERT_TRUE(fs::exists(dir / "killed"));
+    // Whatever the kill interrupted, no checkpoint file is torn: each is complete or absent.
+    const std::vector<fs::path> left = list_checkpoints(dir / "run" / "checkpoints");
+    for (const auto& file : left) EXPECT_NO_THROW(read_checkpoint(file)) << file;
+    const int64_t newest = left.empty() ? 0 : read_checkpoint(left.front()).global_step;
     const ProcessResult resumed = run_job(dir, step, callback);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_THAT(resumed.err + resumed.out, Not(HasSubstr("unusable checkpoint")));
     const Outcome got = outcome_of(dir, resumed);
+    EXPECT_EQ(got.first_step, newest);  // resumed from the newest complete checkpoint
     EXPECT_EQ(got.summary_line, reference.summary_line);
     EXPECT_EQ(got.final_step, reference.final_step);
     EXPECT_EQ(got.states, reference.states);

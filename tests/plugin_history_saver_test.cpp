@@ -1,5 +1,6 @@
 // history_saver driven through the real runtime: which steps get a row, the columns, continuing
-// the same file on resume, rows surviving SIGKILL, and configuration errors.
+// the same file on resume, when buffered rows reach the file, rows kept in the checkpointed state
+// across a recovery and across SIGKILL and resume, and configuration errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,17 +12,21 @@
 #include <cstdlib>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "plugin_harness.hpp"
+#include "services/checkpoint.hpp"
 
 namespace hookhost::testing {
 namespace {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 // Each row with its wall time replaced by "T", after checking that it has three decimals.
@@ -105,19 +110,144 @@ TEST(HistorySaver, ResumedJobContinuesTheSameFileWithoutDuplicatingSteps) {
               ElementsAre("step,wall_time,loss", "1,T,10", "10,T,1", "20,T,0.5"));
 }
 
-TEST(HistorySaver, RecordedRowsSurviveSigkill) {
+// The rows an uninterrupted job with these parameters leaves, wall times replaced by "T".
+std::vector<std::string> uninterrupted_rows(const std::multimap<std::string, std::string>& params,
+                                            int64_t end_at) {
   TempDir shared;
-  const std::string path = (shared / "history.csv").string();
+  std::multimap<std::string, std::string> with_path = params;
+  with_path.emplace("path", (shared / "history.csv").string());
   PluginHarness h({"history_saver"});
-  h.session.end_at = 100;
-  h.add("history", "history_saver", {{"path", path}, {"every_n_steps", "5"}});
+  h.session.end_at = end_at;
+  h.add("history", "history_saver", with_path);
+  h.run();
+  h.finish();
+  return rows_without_time(shared / "history.csv");
+}
+
+TEST(HistorySaver, RowsWaitInMemoryAndInTheHooksStateUntilEnd) {
+  PluginHarness h({"history_saver"});
+  h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "3600"}});
+  Runtime& runtime = h.runtime();
+  ASSERT_TRUE(runtime.start());
+  for (int i = 0; i < 4; ++i) runtime.run();
+  // Four short rows: far from 4 KiB, and the oldest is far from an hour old.
+  const fs::path file = h.run_dir() / "history.csv";
+  EXPECT_EQ(read_file(file), "");
+  // What the file lacks is what the next checkpoint saves for the hook.
+  const std::string state = runtime.hook_states().at("history");
+  EXPECT_THAT(lines_of(state), SizeIs(5));
+  EXPECT_EQ(lines_of(state)[0], "step,wall_time,loss");
+  EXPECT_EQ(lines_of(state)[4].substr(0, 2), "4,");
+  runtime.close();
+  EXPECT_THAT(rows_without_time(file),
+              ElementsAre("step,wall_time,loss", "1,T,10", "2,T,5", "3,T,3.3333333", "4,T,2.5"));
+  // Nothing waits any more: the state the final checkpoint would save is empty.
+  EXPECT_EQ(runtime.hook_states().at("history"), "");
+}
+
+TEST(HistorySaver, FlushSecsZeroAppendsEachRowAtOnce) {
+  PluginHarness h({"history_saver"});
+  h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "0"}});
+  Runtime& runtime = h.runtime();
+  ASSERT_TRUE(runtime.start());
+  runtime.run();
+  runtime.run();
+  EXPECT_THAT(rows_without_time(h.run_dir() / "history.csv"),
+              ElementsAre("step,wall_time,loss", "1,T,10", "2,T,5"));
+  // Nothing waits, so the hook's state holds no rows.
+  const auto states = runtime.hook_states();
+  EXPECT_TRUE(!states.count("history") || states.at("history").empty());
+  runtime.close();
+}
+
+TEST(HistorySaver, RowsReachTheFileInChunksWhileTheJobRuns) {
+  PluginHarness h({"history_saver"});
+  h.session.end_at = 1000;
+  h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "3600"}});
+  Runtime& runtime = h.runtime();
+  ASSERT_TRUE(runtime.start());
+  for (int i = 0; i < 400; ++i) runtime.run();  // about 20 bytes a row: two 4 KiB chunks or so
+  const std::vector<std::string> on_disk = lines_of(h.run_dir() / "history.csv");
+  const std::vector<std::string> waiting = lines_of(runtime.hook_states().at("history"));
+  ASSERT_GT(on_disk.size(), 100u);
+  ASSERT_THAT(waiting, Not(IsEmpty()));
+  // The file and the state split the rows between them, header first, none twice.
+  std::vector<std::string> rows(on_disk.begin() + 1, on_disk.end());
+  rows.insert(rows.end(), waiting.begin() + 1, waiting.end());
+  ASSERT_THAT(rows, SizeIs(400));
+  EXPECT_EQ(on_disk[0], "step,wall_time,loss");
+  EXPECT_EQ(waiting[0], "step,wall_time,loss");
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    ASSERT_EQ(rows[i].substr(0, rows[i].find(',')), std::to_string(i + 1)) << rows[i];
+  runtime.close();
+  EXPECT_THAT(lines_of(h.run_dir() / "history.csv"), SizeIs(401));
+}
+
+TEST(HistorySaver, AFailedJobStillWritesEveryRecordedRow) {
+  PluginHarness h({"history_saver"});
+  h.session.faults[7] = {StepStatus::error};
+  h.add("history", "history_saver", {{"every_n_steps", "2"}, {"flush_secs", "3600"}});
+  EXPECT_EQ(h.run().outcome, Outcome::failed);
+  EXPECT_THAT(rows_without_time(h.run_dir() / "history.csv"),
+              ElementsAre("step,wall_time,loss", "1,T,10", "2,T,5", "4,T,2.5", "6,T,1.6666666"));
+}
+
+// A recovery puts every hook's state back to the restored checkpoint's; the rows recorded since
+// then, still in memory, must be what the state holds again, or a later checkpoint would lose them.
+TEST(HistorySaver, ARecoveryKeepsEveryRecordedRowInTheState) {
+  PluginHarness h({"history_saver", "checkpoint_saver"});
+  h.session.faults[5] = {StepStatus::aborted};
+  h.session.end_at = 8;
+  h.options.on_recover = [&](Runtime& runtime) {
+    const auto restored = restore_latest_checkpoint(h.run_dir() / "checkpoints");
+    ASSERT_TRUE(restored && !restored->file.empty());
+    runtime.restore_hook_states(restored->checkpoint.hook_states);
+    h.session.step = restored->checkpoint.global_step;
+  };
+  h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "3600"}});
+  h.add("checkpoints", "checkpoint_saver", {{"save_steps", "3"}}, 100);
+  Runtime& runtime = h.runtime();
+  ASSERT_TRUE(runtime.start());
+  for (int i = 0; i < 5; ++i) runtime.run();  // rows 1 to 5; the newest checkpoint is at step 3
+  runtime.run();  // fails at step 5, goes back to step 3, runs step 4 again (no row: it has one)
+  ASSERT_EQ(h.session.step, 4);
+  std::vector<std::string> steps;
+  for (const auto& line : lines_of(runtime.hook_states().at("history")))
+    steps.push_back(line.substr(0, line.find(',')));
+  EXPECT_THAT(steps, ElementsAre("step", "1", "2", "3", "4", "5"));
+  while (!runtime.should_stop()) runtime.run();
+  runtime.close();
+  h.finish();
+  EXPECT_THAT(rows_without_time(h.run_dir() / "history.csv"),
+              ElementsAre("step,wall_time,loss", "1,T,10", "2,T,5", "3,T,3.3333333", "4,T,2.5",
+                          "5,T,2", "6,T,1.6666666", "7,T,1.4285715", "8,T,1.25"));
+}
+
+// Killed after the checkpoint at step 10 with its rows still in memory, then resumed from that
+// checkpoint: the file ends with the rows of a job that was never interrupted.
+TEST(HistorySaver, AKilledJobResumedFromItsCheckpointEndsWithTheRowsOfAnUninterruptedOne) {
+  const std::multimap<std::string, std::string> params = {{"every_n_steps", "5"}};
+  const std::vector<std::string> reference = uninterrupted_rows(params, 25);
+  ASSERT_THAT(reference, ElementsAre("step,wall_time,loss", "1,T,10", "5,T,2", "10,T,1",
+                                     "15,T,0.6666667", "20,T,0.5", "25,T,0.4"));
+  TempDir shared;
+  const fs::path path = shared / "history.csv";
+  std::multimap<std::string, std::string> with_path = params;
+  with_path.emplace("path", path.string());
+  PluginHarness killed({"history_saver", "checkpoint_saver"});
+  killed.session.end_at = 100;
+  killed.add("history", "history_saver", with_path);
+  killed.add("checkpoints", "checkpoint_saver", {{"save_steps", "10"}}, 100);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // The job dies mid-run: no end(), no destructor, no flush of anything buffered.
+    // The job dies mid-run: no end(), no destructor, nothing buffered is written.
     try {
-      if (!h.runtime().start()) ::_exit(2);
-      for (int i = 0; i < 12; ++i) h.runtime().run();
+      Runtime& runtime = killed.runtime();
+      if (!runtime.start()) ::_exit(2);
+      for (int i = 0; i < 12; ++i) runtime.run();
+      while (!runtime.last_checkpoint() || runtime.last_checkpoint()->global_step < 10)
+        std::this_thread::yield();  // the checkpoint of step 10 is on disk
     } catch (...) {
       ::_exit(3);
     }
@@ -128,8 +258,47 @@ TEST(HistorySaver, RecordedRowsSurviveSigkill) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
-  EXPECT_THAT(rows_without_time(path),
-              ElementsAre("step,wall_time,loss", "1,T,10", "5,T,2", "10,T,1"));
+  // Whatever reached the file is whole rows, in order, a beginning of the uninterrupted history.
+  const std::string left = read_file(path);
+  EXPECT_TRUE(left.empty() || left.back() == '\n');
+  const std::vector<std::string> left_rows = rows_without_time(path);
+  ASSERT_LE(left_rows.size(), reference.size());
+  EXPECT_THAT(left_rows, ElementsAreArray(reference.begin(), reference.begin() + left_rows.size()));
+
+  const auto restored = restore_latest_checkpoint(killed.run_dir() / "checkpoints");
+  ASSERT_TRUE(restored && !restored->file.empty());
+  ASSERT_EQ(restored->checkpoint.global_step, 10);
+  // The rows up to step 10 that had not reached the file travel in the checkpoint.
+  const std::string saved = restored->checkpoint.hook_states.at("history").bytes;
+  for (const std::string row : {"\n1,", "\n5,", "\n10,"}) {
+    if (left.find(row) == std::string::npos) {
+      EXPECT_THAT(saved, HasSubstr(row));
+    }
+  }
+  {
+    PluginHarness resumed({"history_saver"});
+    resumed.session.step = 10;
+    resumed.session.end_at = 25;
+    resumed.runtime().restore_hook_states(restored->checkpoint.hook_states);
+    resumed.add("history", "history_saver", with_path);
+    EXPECT_EQ(resumed.run().outcome, Outcome::completed);
+    resumed.finish();
+  }
+  EXPECT_EQ(rows_without_time(path), reference);
+}
+
+TEST(HistorySaver, APartlyWrittenLastRowIsRemovedBeforeTheJobContinues) {
+  TempDir shared;
+  const fs::path file = shared / "history.csv";
+  write_file(file, "step,wall_time,loss\n1,1700000000.000,10\n10,17000");
+  PluginHarness h({"history_saver"});
+  h.session.step = 8;
+  h.session.end_at = 12;
+  h.add("history", "history_saver", {{"path", file.string()}});
+  h.run();
+  h.finish();
+  EXPECT_THAT(h.log(), HasSubstr("removed the partly written last row of " + file.string()));
+  EXPECT_THAT(rows_without_time(file), ElementsAre("step,wall_time,loss", "1,T,10", "10,T,1"));
 }
 
 TEST(HistorySaver, ExistingFileWithOtherColumnsIsAConfigurationError) {
@@ -159,6 +328,13 @@ TEST(HistorySaver, ExistingScalarColumnThatTurnsOutNonScalarFailsTheHookNamingBo
                              HasSubstr("'step,wall_time,weights'"),
                              HasSubstr("'step,wall_time,weights_mean,weights_total'")));
   EXPECT_EQ(read_file(file), "step,wall_time,weights\n1,1700000000.000,2\n");
+}
+
+TEST(HistorySaver, FlushSecsMustNotBeNegative) {
+  PluginHarness h({"history_saver"});
+  EXPECT_THAT(h.config_error("history", "history_saver", {{"flush_secs", "-1"}}),
+              AllOf(HasSubstr("hook 'history' (plugin 'history_saver'"),
+                    HasSubstr("'flush_secs' must be >= 0")));
 }
 
 TEST(HistorySaver, EveryNStepsMustBePositive) {

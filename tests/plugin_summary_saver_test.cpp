@@ -1,9 +1,13 @@
 // summary_saver driven through the real runtime: which steps get summaries, the SessionLog START,
-// tags and values read back from the events file, output_dir, and configuration errors.
+// tags and values read back from the events file, output_dir, summaries on disk at a checkpoint
+// and after a kill, and configuration errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -153,15 +157,82 @@ TEST(SummarySaver, SaveSecsWritesOnlyTheFirstStepBeforeTheIntervalPasses) {
   EXPECT_THAT(scalars(events, "loss"), ElementsAre(Pair(1, FloatEq(10.0f))));
 }
 
-TEST(SummarySaver, SummariesReachTheDiskWhileTheJobRuns) {
-  PluginHarness h({"summary_saver"});
-  h.add("sums", "summary_saver", {{"save_steps", "2"}});
+// The events of the whole records at the start of `file`. A record the host's writer thread is
+// writing at that moment (or was writing when the process was killed) ends the list; every record
+// before it must be whole, with both checksums right.
+std::vector<Event> events_before_any_torn_tail(const fs::path& file) {
+  const std::string bytes = read_file(file);
+  std::vector<Event> events;
+  std::size_t at = 0;
+  while (bytes.size() - at >= 12) {
+    const uint64_t length = read_le(bytes, at, 8);
+    if (bytes.size() - at - 12 < length + 4) break;
+    const std::string_view data = std::string_view(bytes).substr(at + 12, length);
+    EXPECT_EQ(read_le(bytes, at + 8, 4), masked_crc32c(std::string_view(bytes).substr(at, 8)));
+    EXPECT_EQ(read_le(bytes, at + 12 + length, 4), masked_crc32c(data));
+    events.push_back(decode_event(data));
+    at += 12 + length + 4;
+  }
+  return events;
+}
+
+std::vector<int64_t> loss_steps(const std::vector<Event>& events) {
+  std::vector<int64_t> steps;
+  for (const auto& [step, value] : scalars(events, "loss")) steps.push_back(step);
+  return steps;
+}
+
+// The hook does not flush: the host puts its records on disk before every checkpoint, so a
+// resumed job, which never replays the steps before its checkpoint, finds them there.
+TEST(SummarySaver, SummariesWrittenBeforeACheckpointAreOnDiskOnceItIs) {
+  PluginHarness h({"summary_saver", "checkpoint_saver"});
+  h.session.end_at = 100;
+  h.add("sums", "summary_saver", {{"save_steps", "1"}});
+  h.add("checkpoints", "checkpoint_saver", {{"save_steps", "5"}}, 100);
   Runtime& runtime = h.runtime();
   ASSERT_TRUE(runtime.start());
-  runtime.run();
-  // Not closed yet: nothing has flushed the host's writers but the hook itself.
-  EXPECT_THAT(scalars(events_in(h.run_dir()), "loss"), ElementsAre(Pair(1, FloatEq(10.0f))));
+  for (int i = 0; i < 7; ++i) runtime.run();
+  while (!runtime.last_checkpoint() || runtime.last_checkpoint()->global_step < 5)
+    std::this_thread::yield();  // the checkpoint of step 5 is on disk
+  const std::vector<fs::path> files = event_files(h.run_dir());
+  ASSERT_THAT(files, SizeIs(1));
+  const std::vector<int64_t> steps = loss_steps(events_before_any_torn_tail(files[0]));
+  ASSERT_GE(steps.size(), 5u);
+  EXPECT_THAT(std::vector<int64_t>(steps.begin(), steps.begin() + 5), ElementsAre(1, 2, 3, 4, 5));
   runtime.close();
+}
+
+TEST(SummarySaver, AKilledJobKeepsEverySummaryWrittenBeforeItsLastCheckpoint) {
+  PluginHarness h({"summary_saver", "checkpoint_saver"});
+  h.session.end_at = 100;
+  h.add("sums", "summary_saver", {{"save_steps", "1"}});
+  h.add("checkpoints", "checkpoint_saver", {{"save_steps", "10"}}, 100);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The job dies mid-run: no end(), no flush at the end, no destructor.
+    try {
+      Runtime& runtime = h.runtime();
+      if (!runtime.start()) ::_exit(2);
+      for (int i = 0; i < 13; ++i) runtime.run();
+      while (!runtime.last_checkpoint() || runtime.last_checkpoint()->global_step < 10)
+        std::this_thread::yield();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::raise(SIGKILL);
+    ::_exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  const std::vector<fs::path> files = event_files(h.run_dir());
+  ASSERT_THAT(files, SizeIs(1));
+  // Steps 11 to 13 may be lost (they were still in memory): a resumed job runs them again.
+  const std::vector<int64_t> steps = loss_steps(events_before_any_torn_tail(files[0]));
+  ASSERT_GE(steps.size(), 10u);
+  EXPECT_THAT(std::vector<int64_t>(steps.begin(), steps.begin() + 10),
+              ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9, 10));
 }
 
 TEST(SummarySaver, TensorTheWorkloadDoesNotProvideDisablesTheHookNamingIt) {

@@ -36,10 +36,11 @@ class RuntimeTest : public ::testing::Test {
     make_runtime();
   }
 
-  void make_runtime(int max_recoveries = 3) {
+  void make_runtime(int max_recoveries = 3, uint32_t time_every_n_steps = 64) {
     rt_.reset();
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
     RuntimeOptions options;
+    options.time_every_n_steps = time_every_n_steps;
     options.run_dir = dir_.path();
     options.recovery_backoff = std::chrono::milliseconds(1);
     options.max_recoveries = max_recoveries;
@@ -511,6 +512,34 @@ TEST_F(RuntimeTest, AccountingCountsEveryCall) {
   EXPECT_EQ(cb.at("end").calls, 1u);
   EXPECT_GE(cb.at("after_run").total.count(), cb.at("after_run").max.count());
   EXPECT_THAT(reports[0].plugin_file, HasSubstr("scripted.so"));
+}
+
+// Per-step callbacks are timed on one step in time_every_n_steps (the first, then every n-th);
+// the others on every call. Every call is counted either way.
+TEST_F(RuntimeTest, AccountingTimesOneStepInN) {
+  for (uint32_t every : {1u, 2u, 64u}) {
+    SCOPED_TRACE("time_every_n_steps = " + std::to_string(every));
+    rt_.reset();
+    session_ = ScriptedSession{};
+    session_.end_at = 3;  // steps 1..3 complete, the fourth attempt ends the data
+    make_runtime(3, every);
+    add("a");
+    add("b", {}, 0, FailurePolicy::disable, c_recorder_);
+    rt_->run_to_end();
+    for (const HookReport& report : rt_->reports()) {
+      const auto& cb = report.callbacks;
+      EXPECT_EQ(cb.at("before_run").calls, 4u);
+      EXPECT_EQ(cb.at("after_run").calls, 3u);
+      // Steps 1 and 3 of every 2nd, step 1 of every 64th; the fourth attempt is a step too.
+      EXPECT_EQ(cb.at("before_run").timed_calls, every == 1 ? 4u : 2u - (every == 64));
+      EXPECT_EQ(cb.at("after_run").timed_calls, every == 1 ? 3u : 2u - (every == 64));
+      EXPECT_EQ(cb.at("begin").timed_calls, 1u);
+      EXPECT_EQ(cb.at("end").timed_calls, 1u);
+      EXPECT_GE(cb.at("before_run").total.count(), cb.at("before_run").max.count());
+      EXPECT_EQ(cb.at("after_run").estimated_total().count(),
+                cb.at("after_run").mean().count() * 3);
+    }
+  }
 }
 
 TEST_F(RuntimeTest, HookStateIsStoredAndRestoredByInstanceName) {

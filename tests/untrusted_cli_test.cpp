@@ -102,6 +102,25 @@ TEST_F(UntrustedCli, UntrustedProcessSandboxesAHookWhosePluginImportsExit) {
   EXPECT_EQ(after_runs_traced(), 4);
 }
 
+TEST_F(UntrustedCli, AHookNamedAfterItsPluginIsJudgedByThatPluginsImports) {
+  // No plugin key: the section's name is the plugin id whose imports the job must read.
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\nuntrusted = process\n\n[workload]\nname = linreg\n"
+             "epochs = 1\n\n[hook.faulty]\nbehaviour = exit3\ncallback = after_run\nat_step = 1\n"
+             "on_crash = disable\n\n[hook.lifecycle_trace]\norder = 1\n");
+  ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                  plugins_.string(), "--fresh"},
+                                 dir_.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("hook 'faulty' (plugin 'faulty') imports _exit, exit, sigaction, "
+                               "signal: running it with isolation = process because [run] "
+                               "untrusted = process"));
+  EXPECT_THAT(r.err, HasSubstr("exited with status 3"));
+  // The clean plugin's imports were read too, as none: it stays in process.
+  EXPECT_THAT(r.err, Not(HasSubstr("hook 'lifecycle_trace' (plugin 'lifecycle_trace')")));
+  EXPECT_EQ(after_runs_traced(), 4);
+}
+
 TEST_F(UntrustedCli, AnIsolationSetInTheHookOrInRunWins) {
   // The same exit(3), in process: it ends the whole job, and hookhost names the hook.
   for (const auto& [run_keys, bad_keys] : std::vector<std::pair<std::string, std::string>>{

@@ -249,7 +249,9 @@ int cmd_plugins(const std::vector<std::string>& args) {
   std::vector<fs::path> first;
   if (vm.count("plugin-dir")) first = to_paths(vm["plugin-dir"].as<std::vector<std::string>>());
   const auto dirs = plugin_search_path(first, {});
-  DiscoveryResult found = discover_plugins(dirs);
+  DiscoveryOptions options;  // listing reads only the notes; describe also names the imports
+  if (words[0] == "describe" && words.size() == 2) options.imports_of = {words[1]};
+  DiscoveryResult found = discover_plugins(dirs, options);
 
   if (words[0] == "list" && words.size() == 1) {
     constexpr std::size_t kColumn = 64;  // ids and versions longer than this are cut

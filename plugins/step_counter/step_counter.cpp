@@ -91,11 +91,11 @@ class StepCounter : public hookhost::Hook {
     std::snprintf(text, sizeof text, "%s: %g", kTag, steps_per_sec);
     host().info(text);
     if (!summaries_) return;
+    // The host's writer thread puts it on disk within seconds; flushing here would put a write
+    // on the training thread.
     call([&](hh_error* err) {
       return summaries_->add_scalar(host().raw(), dir(), kTag, steps_per_sec, step, err);
     });
-    // Flushed at once so TensorBoard shows the rate during the job (one write per report).
-    call([&](hh_error* err) { return summaries_->flush(host().raw(), dir(), err); });
   }
 
   // Beyond TensorFlow: the schedule survives a resume, so the rate is reported at the same steps

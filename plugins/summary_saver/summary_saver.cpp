@@ -70,9 +70,8 @@ class SummarySaver : public hookhost::Hook {
       for (const auto& name : tensors_) write_scalar(name, mean(values.get(name)), step);
       host().save_state_map({{"last_written_step", std::to_string(step)}});
     }
-    // The host buffers events until a flush; flushing per save lets TensorBoard show them during
-    // the job, not only after it ends.
-    if (first || writing_) flush();
+    // No flush here: the host's writer thread puts the records on disk within seconds (as
+    // TensorFlow's does), before every checkpoint and at the end, off the training thread.
     next_step_ = step + 1;
   }
 

@@ -393,6 +393,9 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
       } else if (e.key == "keep_checkpoints") {
         cfg.keep_checkpoints =
             static_cast<uint32_t>(run_integer(e, at, 0, 1000000, " (0 keeps every checkpoint)"));
+      } else if (e.key == "time_every_n_steps") {
+        cfg.time_every_n_steps = static_cast<uint32_t>(
+            run_integer(e, at, 1, 1000000, " (1 times every before_run and after_run call)"));
       } else if (isolation_key(e, at, cfg.isolation)) {
       } else if (e.key == "untrusted") {
         if (e.value == "in_process") {
@@ -429,7 +432,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
       } else {
         throw ConfigError(
             at + "unknown key (the [run] keys are plugin_dir, run_dir, log_level, "
-                 "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, "
+                 "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, time_every_n_steps, "
                  "allow_insecure_plugins, allowed_plugins, isolation, isolation_group, "
                  "call_timeout_ms, memory_limit_mb, on_crash, max_restarts, "
                  "untrusted)",

@@ -305,7 +305,11 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
 
   // Plugins: discovered is not enabled; only configured hooks are loaded.
   const std::vector<fs::path> dirs = plugin_search_path(p.options.plugin_dirs, cfg.plugin_dirs);
-  DiscoveryResult found = discover_plugins(dirs);
+  // [run] untrusted = process decides by the imports of the hooks' plugins: read with their notes.
+  DiscoveryOptions discovery;
+  if (cfg.untrusted == Isolation::process)
+    for (const HookConfig& hook : cfg.hooks) discovery.imports_of.push_back(hook.plugin);
+  DiscoveryResult found = discover_plugins(dirs, discovery);
   // A folder the operator named that is missing is worth a warning, not a failed job: the hooks
   // may all come from other folders, and an unknown plugin is an error below anyway.
   for (const auto& folder : found.missing_folders)
@@ -452,6 +456,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   ro.checkpoint_dir = checkpoint_dir;
   ro.checkpoint_basename = kCheckpointBasename;
   ro.keep_checkpoints = cfg.keep_checkpoints;
+  ro.time_every_n_steps = cfg.time_every_n_steps;
   ro.on_recover = [dir = checkpoint_dir, log = p.log](Runtime& rt) {
     // The recreated session continues from the newest checkpoint, as TensorFlow's does, and every
     // hook's state goes back to that same moment, so no hook counts a replayed step twice.
@@ -616,9 +621,10 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
       auto it = r.callbacks.find(cb);
       if (it == r.callbacks.end() || it->second.calls == 0) continue;
       const CallStats& s = it->second;
-      const double total_ms = std::chrono::duration<double, std::milli>(s.total).count();
-      const double mean_us =
-          std::chrono::duration<double, std::micro>(s.total).count() / static_cast<double>(s.calls);
+      // Per-step callbacks are timed on a sample of steps: the total is estimated from their mean.
+      const double total_ms =
+          std::chrono::duration<double, std::milli>(s.estimated_total()).count();
+      const double mean_us = std::chrono::duration<double, std::micro>(s.mean()).count();
       const double max_us = std::chrono::duration<double, std::micro>(s.max).count();
       std::snprintf(line, sizeof line, "  %-20s %-22s %8llu %10.3f %10.1f %10.1f\n",
                     first ? r.instance_name.c_str() : "", cb,

@@ -11,6 +11,7 @@
 #include "job/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/imports.hpp"
+#include "plugins/libelf_support.hpp"
 
 namespace hookhost {
 
@@ -93,7 +94,8 @@ const DiscoveredPlugin* DiscoveryResult::find(std::string_view id) const {
   return nullptr;
 }
 
-DiscoveryResult discover_plugins(const std::vector<fs::path>& folders) {
+DiscoveryResult discover_plugins(const std::vector<fs::path>& folders,
+                                 const DiscoveryOptions& options) {
   DiscoveryResult result;
   std::set<std::pair<dev_t, ino_t>> seen_files;
   struct FirstFound {
@@ -125,7 +127,8 @@ DiscoveryResult discover_plugins(const std::vector<fs::path>& folders) {
       }
       // The note reader checks the ABI version before anything else: a note it returns is one
       // this host can run.
-      NoteReadResult note = read_plugin_note(file);
+      ElfFile opened(file);
+      NoteReadResult note = read_plugin_note(opened);
       if (!note.metadata) {
         result.rejected.push_back({file, std::move(note.error)});
         continue;
@@ -147,9 +150,13 @@ DiscoveryResult discover_plugins(const std::vector<fs::path>& folders) {
         result.duplicates.push_back(std::move(duplicate));
         continue;
       }
+      DiscoveredPlugin& plugin = result.plugins.emplace_back();
+      plugin.file = file;
+      plugin.metadata = std::move(*note.metadata);
       // An unreadable symbol table leaves the imports unknown; the plugin is still usable.
-      result.plugins.push_back(
-          {file, std::move(*note.metadata), read_process_wide_imports(file).calls});
+      if (std::find(options.imports_of.begin(), options.imports_of.end(), plugin.metadata.id) !=
+          options.imports_of.end())
+        plugin.process_wide_calls = read_process_wide_imports(opened).calls;
     }
   }
   return result;

@@ -1,14 +1,12 @@
 #include "plugins/elf_note.hpp"
 #include "hookhost/host/params.hpp"
 #include "plugins/libelf_support.hpp"
-#include "support/unique_fd.hpp"
 
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -20,7 +18,7 @@ namespace hookhost {
 
 namespace {
 
-// No plugin is this big; the cap keeps a stray multi-gigabyte file from being read into memory.
+// No plugin is this big: a bigger file is refused as not a plugin before anything is read.
 constexpr std::uint64_t kMaxFileSize = std::uint64_t{512} << 20;
 
 #if defined(__x86_64__)
@@ -131,29 +129,18 @@ bool inside(std::uint64_t offset, std::uint64_t size, std::uint64_t limit, std::
   return true;
 }
 
-// Plain reads, never mmap: a file cut short under us just yields fewer bytes, never SIGBUS.
-std::string read_whole_file(const std::filesystem::path& file, std::vector<char>* out) {
-  // O_NONBLOCK so that a FIFO in a plugin folder cannot hang us in open().
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) return std::string("cannot open: ") + std::strerror(errno);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
-  auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size > kMaxFileSize) {
-    return "too large: " + std::to_string(size) + " bytes, more than the " +
-           std::to_string(kMaxFileSize >> 20) + " MiB any plugin could need — not a plugin";
-  }
-  out->resize(static_cast<std::size_t>(size));
-  std::size_t done = 0;
-  while (done < out->size()) {
-    ssize_t n = ::read(fd.get(), out->data() + done, out->size() - done);
+// Reads up to `size` bytes at `offset` into `out` with pread (never mmap: a file cut short under us
+// just yields fewer bytes, never SIGBUS); `*got` says how many there were.
+std::string read_at(int fd, void* out, std::size_t size, std::uint64_t offset, std::size_t* got) {
+  *got = 0;
+  while (*got < size) {
+    const ssize_t n = ::pread(fd, static_cast<char*>(out) + *got, size - *got,
+                              static_cast<off_t>(offset + *got));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::string("cannot read: ") + std::strerror(errno);
-    if (n == 0) break;  // shrank since fstat: judge what is really there
-    done += static_cast<std::size_t>(n);
+    if (n == 0) break;
+    *got += static_cast<std::size_t>(n);
   }
-  out->resize(done);
   return {};
 }
 
@@ -349,13 +336,26 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
 }
 
 NoteReadResult read_plugin_note(const std::filesystem::path& file) {
-  std::vector<char> buf;
-  if (std::string error = read_whole_file(file, &buf); !error.empty()) return fail(error);
-  const std::uint64_t size = buf.size();
-  const auto* ident = reinterpret_cast<const unsigned char*>(buf.data());
+  ElfFile opened(file);
+  return read_plugin_note(opened);
+}
 
+NoteReadResult read_plugin_note(ElfFile& file) {
+  if (!file.open_error().empty()) return fail(file.open_error());
+  std::uint64_t size = file.size();
+  if (size > kMaxFileSize) {
+    return fail("too large: " + std::to_string(size) + " bytes, more than the " +
+                std::to_string(kMaxFileSize >> 20) + " MiB any plugin could need — not a plugin");
+  }
   // The identification bytes are checked by hand first: class and byte order decide how the rest
   // must be read, and they give the clearest messages.
+  unsigned char ident[sizeof(Elf64_Ehdr)];
+  const auto wanted = static_cast<std::size_t>(std::min<std::uint64_t>(size, sizeof ident));
+  std::size_t got = 0;
+  if (std::string error = read_at(file.fd(), ident, wanted, 0, &got); !error.empty())
+    return fail(error);
+  if (got < wanted) size = got;  // shrank since it was opened: judge what is really there
+
   if (size == 0) return fail("not an ELF file: the file is empty");
   if (size < SELFMAG || std::memcmp(ident, ELFMAG, SELFMAG) != 0) {
     return fail("not an ELF file (no ELF magic number): not a plugin");
@@ -379,10 +379,10 @@ NoteReadResult read_plugin_note(const std::filesystem::path& file) {
   if (size < sizeof(Elf64_Ehdr)) return fail(truncated("the ELF header", sizeof(Elf64_Ehdr), size));
 
   if (!libelf_ready()) return fail("cannot read ELF files: libelf failed to initialise");
-  ElfPtr elf(elf_memory(buf.data(), buf.size()));
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return fail("not a valid ELF file: " + elf_error());
+  Elf* elf = file.elf();
+  if (!elf || elf_kind(elf) != ELF_K_ELF) return fail("not a valid ELF file: " + elf_error());
   GElf_Ehdr ehdr;
-  if (!gelf_getehdr(elf.get(), &ehdr)) return fail("not a valid ELF file: " + elf_error());
+  if (!gelf_getehdr(elf, &ehdr)) return fail("not a valid ELF file: " + elf_error());
 
   if (ehdr.e_machine != kHostMachine) {
     return fail("wrong machine: built for " + describe_machine(ehdr.e_machine) + ", this host is " +
@@ -393,8 +393,8 @@ NoteReadResult read_plugin_note(const std::filesystem::path& file) {
                 "): a plugin must be a shared library (CMake add_library MODULE, or -shared)");
   }
 
-  // libelf quietly shortens a program header table that runs past the end of the buffer, so
-  // the extent is checked here from the header's own numbers.
+  // Every extent is checked here from the header's own numbers and the file's size before libelf
+  // reads it, so a damaged number gets a message, never a read far past the end.
   if (ehdr.e_phnum == 0 || ehdr.e_phnum == PN_XNUM) {
     return fail("not a loadable shared object: " + std::to_string(ehdr.e_phnum) +
                 " program headers");
@@ -413,7 +413,7 @@ NoteReadResult read_plugin_note(const std::filesystem::path& file) {
   bool any_load = false;
   for (unsigned i = 0; i < ehdr.e_phnum; ++i) {
     GElf_Phdr ph;
-    if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph)) {
+    if (!gelf_getphdr(elf, static_cast<int>(i), &ph)) {
       return fail("not a valid ELF file: program header " + std::to_string(i) + ": " + elf_error());
     }
     if (ph.p_type == PT_LOAD) {
@@ -438,7 +438,7 @@ NoteReadResult read_plugin_note(const std::filesystem::path& file) {
     if (ph.p_filesz == 0) continue;
     Elf_Type type = ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
     Elf_Data* data =
-        elf_getdata_rawchunk(elf.get(), static_cast<int64_t>(ph.p_offset), ph.p_filesz, type);
+        elf_getdata_rawchunk(elf, static_cast<int64_t>(ph.p_offset), ph.p_filesz, type);
     if (!data || !data->d_buf) continue;  // e.g. misaligned: not ours to judge
     const auto* base = static_cast<const std::byte*>(data->d_buf);
     std::size_t offset = 0;

@@ -1,21 +1,14 @@
 #include "plugins/imports.hpp"
 
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <iterator>
-#include <memory>
 #include <set>
 
 #include "plugins/libelf_support.hpp"
-#include "support/unique_fd.hpp"
 
 namespace hookhost {
 
@@ -48,29 +41,26 @@ bool is_process_wide_call(std::string_view symbol) {
 }
 
 ImportsReadResult read_process_wide_imports(const std::filesystem::path& file) {
-  // O_NONBLOCK so that a FIFO cannot hang us in open().
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) return unknown(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    return unknown(std::string("cannot stat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return unknown("not a regular file");
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  ElfFile opened(file);
+  return read_process_wide_imports(opened);
+}
 
+ImportsReadResult read_process_wide_imports(ElfFile& file) {
+  if (!file.open_error().empty()) return unknown(file.open_error());
+  const std::uint64_t size = file.size();
   if (!libelf_ready()) return unknown("libelf failed to initialise");
-  // ELF_C_READ reads with pread, never mmap: a file cut short is an error, never SIGBUS.
-  ElfPtr elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
+  Elf* elf = file.elf();
   if (!elf) return unknown("cannot read it as an ELF file: " + elf_error());
-  if (elf_kind(elf.get()) != ELF_K_ELF) return unknown("not an ELF file");
+  if (elf_kind(elf) != ELF_K_ELF) return unknown("not an ELF file");
   // elf_nextscn() ends the same way on an error as at the last section: check the count first.
   std::size_t sections = 0;
-  if (elf_getshdrnum(elf.get(), &sections) != 0)
+  if (elf_getshdrnum(elf, &sections) != 0)
     return unknown("cannot read its section headers: " + elf_error());
 
   // The dynamic symbol table is found through its section, the way readelf and nm find it.
   Elf_Scn* dynsym = nullptr;
   GElf_Shdr shdr{};
-  for (Elf_Scn* scn = elf_nextscn(elf.get(), nullptr); scn; scn = elf_nextscn(elf.get(), scn)) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr h;
     if (!gelf_getshdr(scn, &h)) return unknown("cannot read a section header: " + elf_error());
     if (h.sh_type != SHT_DYNSYM) continue;
@@ -79,14 +69,14 @@ ImportsReadResult read_process_wide_imports(const std::filesystem::path& file) {
     shdr = h;
   }
   if (!dynsym) return unknown("no dynamic symbol table (.dynsym section)");
-  const std::size_t entry_size = gelf_fsize(elf.get(), ELF_T_SYM, 1, EV_CURRENT);
+  const std::size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   if (entry_size == 0 || shdr.sh_entsize != entry_size)
     return unknown("its .dynsym entries are " + std::to_string(shdr.sh_entsize) +
                    " bytes, expected " + std::to_string(entry_size));
   if (shdr.sh_offset > size || shdr.sh_size > size - shdr.sh_offset)
     return unknown("truncated: its .dynsym section runs past the end of the file");
   GElf_Shdr strtab;
-  Elf_Scn* names = elf_getscn(elf.get(), shdr.sh_link);
+  Elf_Scn* names = elf_getscn(elf, shdr.sh_link);
   if (!names || !gelf_getshdr(names, &strtab) || strtab.sh_type != SHT_STRTAB)
     return unknown("its .dynsym section does not link to a string table");
   Elf_Data* data = elf_getdata(dynsym, nullptr);
@@ -100,7 +90,7 @@ ImportsReadResult read_process_wide_imports(const std::filesystem::path& file) {
     if (!gelf_getsym(data, static_cast<int>(i), &sym))
       return unknown("cannot read dynamic symbol " + std::to_string(i) + ": " + elf_error());
     if (sym.st_shndx != SHN_UNDEF) continue;  // defined here: not an import
-    const char* name = elf_strptr(elf.get(), shdr.sh_link, sym.st_name);
+    const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
     // One unreadable name would make "none" a guess.
     if (!name) return unknown("the name of dynamic symbol " + std::to_string(i) + " is unreadable");
     const std::string_view text(name);

@@ -10,6 +10,8 @@
 
 namespace hookhost {
 
+class ElfFile;
+
 struct ImportsReadResult {
   // The process-wide calls the file imports, sorted, each once; nullopt when its dynamic symbol
   // table could not be read (then nobody knows, which is not the same as "none").
@@ -25,7 +27,12 @@ bool is_process_wide_call(std::string_view symbol);
 // undefined symbols count: the C library is always loaded, so a weak reference to exit binds and
 // can be called like a strong one. A hint, not a guarantee: a plugin can still reach these calls
 // without importing them (dlsym, a raw syscall, a library it links), and only the plugin file's
-// own imports are read. Never throws for a malformed file.
+// own imports are read. Never throws for a malformed file. Reads the ELF header, the section
+// header table, .dynsym and its string table, nothing else.
 ImportsReadResult read_process_wide_imports(const std::filesystem::path& file);
+
+// The same, from a file already opened (by discovery, for its note): one descriptor and one libelf
+// handle for both.
+ImportsReadResult read_process_wide_imports(ElfFile& file);
 
 }  // namespace hookhost

@@ -1,6 +1,8 @@
 // Checkpoints at the step boundary. Hooks only ask (hh.checkpoint/1, Runtime::request_checkpoint);
-// the runtime writes once the phase is over, so the workload's state and every hook's state are
-// taken at one moment whatever the hook order, and never while a step runs.
+// once the phase is over the runtime takes a snapshot, so the workload's state and every hook's
+// state are taken at one moment whatever the hook order, and never while a step runs. The files
+// are written in the background (checkpoint_writer.hpp): the training thread pays for the copy
+// only.
 #include "services/checkpoint.hpp"
 #include "services/event_writer.hpp"
 
@@ -29,6 +31,7 @@ void Runtime::Impl::write_requested_checkpoint() {
     reasons.swap(checkpoint_reasons);
   }
   if (failed) {
+    wait_for_checkpoints();  // the newest is the last one asked for before the failure
     const auto newest = last_checkpoint();
     log->warn(
         "not writing the checkpoint requested by {}: the job failed, and a failed job never "
@@ -36,29 +39,57 @@ void Runtime::Impl::write_requested_checkpoint() {
         reasons, newest ? " (the newest is " + newest->file.string() + ")" : std::string());
     return;
   }
-  Checkpoint checkpoint;
-  checkpoint.global_step = live_step.load();
+  CheckpointSave save;
+  save.reasons = std::move(reasons);
+  save.checkpoint.global_step = live_step.load();
+  // At most one save in flight: wait for the previous one before taking the snapshot, so no more
+  // than one snapshot exists besides the live state. The state cannot change meanwhile: this is
+  // the training thread.
+  if (checkpoint_writer.busy())
+    log->debug("the checkpoint at global step {} waits for the one being written",
+               save.checkpoint.global_step);
+  checkpoint_writer.wait_idle();
+  try {
+    save.checkpoint.workload_state = session.save_state();
+    save.checkpoint.hook_states = collect_hook_states();
+    checkpoint_writer.submit(std::move(save));
+  } catch (const std::exception& e) {
+    log->error("could not write the checkpoint at global step {} requested by {}: {}",
+               save.checkpoint.global_step, save.reasons, e.what());
+  }
+}
+
+void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
   try {
     // Events written before the checkpoint must survive a crash after it: a resume never replays
     // the steps that wrote them.
     event_writers.flush_all();
   } catch (const std::exception& e) {
     log->error("{}", e.what());
+  } catch (...) {
+    log->error("could not flush the event files before a checkpoint: unknown error");
   }
   try {
-    checkpoint.workload_state = session.save_state();
-    checkpoint.hook_states = collect_hook_states();
-    const std::filesystem::path file = write_checkpoint(
-        checkpoint_folder(), options.checkpoint_basename, checkpoint, options.keep_checkpoints);
+    const std::filesystem::path file =
+        write_checkpoint(checkpoint_folder(), options.checkpoint_basename, save.checkpoint,
+                         options.keep_checkpoints);
     {
       std::lock_guard lock(checkpoint_mutex);
-      newest_checkpoint = WrittenCheckpoint{file, checkpoint.global_step};
+      newest_checkpoint = WrittenCheckpoint{file, save.checkpoint.global_step};
     }
-    log->info("wrote checkpoint {} (requested by {})", file.string(), reasons);
+    log->info("wrote checkpoint {} (requested by {})", file.string(), save.reasons);
   } catch (const std::exception& e) {
     log->error("could not write the checkpoint at global step {} requested by {}: {}",
-               checkpoint.global_step, reasons, e.what());
+               save.checkpoint.global_step, save.reasons, e.what());
+  } catch (...) {
+    log->error("could not write the checkpoint at global step {} requested by {}: unknown error",
+               save.checkpoint.global_step, save.reasons);
   }
+}
+
+void Runtime::Impl::wait_for_checkpoints() {
+  if (checkpoint_writer.busy()) log->debug("waiting for the checkpoint being written");
+  checkpoint_writer.wait_idle();
 }
 
 std::optional<WrittenCheckpoint> Runtime::Impl::last_checkpoint() const {
@@ -90,6 +121,10 @@ void Runtime::request_checkpoint(const std::string& reason) {
 
 std::optional<WrittenCheckpoint> Runtime::last_checkpoint() const {
   return impl_->last_checkpoint();
+}
+
+void Runtime::wait_for_checkpoints() {
+  impl_->wait_for_checkpoints();
 }
 
 }  // namespace hookhost

@@ -4,6 +4,7 @@
 #include <hookhost/ext/device_values.h>
 
 #include "hookhost/host/hook_dispatch.hpp"
+#include "runtime/direct_call.hpp"
 
 namespace hookhost {
 namespace {
@@ -87,46 +88,18 @@ class InProcessDispatch final : public HookDispatch {
  private:
   template <typename Fn>
   CallResult call(Fn&& fn) {
-    err_.struct_size = HH_ERROR_SIZE;
-    err_.code = 0;
-    err_.message[0] = '\0';
-    CallResult result;
+    reset_error(err_);
     // Second line of defence: the SDK never lets an exception escape, but a hand-written C++
     // plugin might. Catching across the C boundary works with g++ in practice.
+    hh_status status;
     try {
-      result.status = fn(&err_);
+      status = fn(&err_);
     } catch (const std::exception& e) {
-      result.status = HH_ERROR;
-      result.message = std::string("exception escaped the plugin: ") + e.what();
-      return result;
+      return escaped_exception_result(&e);
     } catch (...) {
-      result.status = HH_ERROR;
-      result.message = "unknown exception escaped the plugin";
-      return result;
+      return escaped_exception_result(nullptr);
     }
-    switch (result.status) {
-      case HH_OK:
-      case HH_STOP_REQUESTED: break;
-      case HH_ERROR:
-      case HH_ERROR_FATAL:
-        result.code = err_.code;
-        result.message = message();
-        break;
-      default:
-        result.message = "returned the undefined status " + std::to_string(result.status) +
-                         " (treated as HH_ERROR)";
-        if (err_.message[0]) result.message += ": " + message();
-        result.status = HH_ERROR;
-    }
-    return result;
-  }
-
-  // The plugin's text, cut at the buffer's end when it left no terminator.
-  std::string message() {
-    const size_t n = ::strnlen(err_.message, HH_ERROR_MESSAGE_SIZE);
-    std::string text = n ? std::string(err_.message, n) : "(the plugin gave no message)";
-    if (err_.code != 0) text += " (code " + std::to_string(err_.code) + ")";
-    return text;
+    return inprocess_result(status, err_);
   }
 
   hh_hook* hook_;
@@ -152,7 +125,43 @@ class InProcessDispatch final : public HookDispatch {
   std::string plugin_file_;
 };
 
+// The plugin's text, cut at the buffer's end when it left no terminator.
+std::string error_text(const hh_error& err) {
+  const size_t n = ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE);
+  std::string text = n ? std::string(err.message, n) : "(the plugin gave no message)";
+  if (err.code != 0) text += " (code " + std::to_string(err.code) + ")";
+  return text;
+}
+
 }  // namespace
+
+CallResult inprocess_result(hh_status status, const hh_error& err) {
+  CallResult result;
+  result.status = status;
+  switch (status) {
+    case HH_OK:
+    case HH_STOP_REQUESTED: break;
+    case HH_ERROR:
+    case HH_ERROR_FATAL:
+      result.code = err.code;
+      result.message = error_text(err);
+      break;
+    default:
+      result.message =
+          "returned the undefined status " + std::to_string(status) + " (treated as HH_ERROR)";
+      if (err.message[0]) result.message += ": " + error_text(err);
+      result.status = HH_ERROR;
+  }
+  return result;
+}
+
+CallResult escaped_exception_result(const std::exception* e) {
+  CallResult result;
+  result.status = HH_ERROR;
+  result.message = e ? std::string("exception escaped the plugin: ") + e->what()
+                     : "unknown exception escaped the plugin";
+  return result;
+}
 
 std::unique_ptr<HookDispatch> make_inprocess_dispatch(hh_hook* hook, std::string plugin_id,
                                                       std::string plugin_file, std::string* warn) {

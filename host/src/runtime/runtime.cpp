@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "runtime/crash_blame.hpp"
+#include "runtime/direct_call.hpp"
 #include "runtime/create_verdict.hpp"
 #include "runtime/signal_guard.hpp"
 #include "runtime/watchdog.hpp"
@@ -165,15 +166,95 @@ struct Lifecycle {
                                   during_call(m, name_of(callback)));
     CallStats& st = slot.stats[static_cast<size_t>(callback)];
     ++st.calls;
-    st.total += std::chrono::duration_cast<std::chrono::nanoseconds>(dt);
-    st.max = std::max(st.max, std::chrono::duration_cast<std::chrono::nanoseconds>(dt));
+    record_time(st, std::chrono::duration_cast<std::chrono::nanoseconds>(dt));
     return r;
+  }
+
+  static void record_time(CallStats& st, std::chrono::nanoseconds dt) {
+    ++st.timed_calls;
+    st.total += dt;
+    st.max = std::max(st.max, dt);
+  }
+
+  // Times the per-step calls of a sampled step with one clock read after each call: a call's
+  // time runs from the previous read (the end of the previous call, or the start of the phase).
+  struct StepTimer {
+    bool on = false;
+    std::chrono::steady_clock::time_point last{};
+    explicit StepTimer(bool timed) : on(timed) {
+      if (on) last = std::chrono::steady_clock::now();
+    }
+    void record(CallStats& st) {
+      const auto now = std::chrono::steady_clock::now();
+      record_time(st, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last));
+      last = now;
+    }
+  };
+
+
+  // Restores the thread's running call when a phase of per-step calls ends, however it ends:
+  // direct calls set it per call and leave the restoring to the phase.
+  struct PhaseCallScope {
+    Runtime::Impl& m;
+    const HostServices* previous = t_current_call;
+    PhaseCallScope(Runtime::Impl& runtime, Callback cb) : m(runtime) {
+      m.running_callback.store(static_cast<int>(cb), std::memory_order_relaxed);
+    }
+    ~PhaseCallScope() { t_current_call = previous; }
+    PhaseCallScope(const PhaseCallScope&) = delete;
+    PhaseCallScope& operator=(const PhaseCallScope&) = delete;
+  };
+
+  // One before_run or after_run, inside a PhaseCallScope. An in-process hook is called through
+  // its own function pointer with the runtime's reused hh_error, and only what crash blame and
+  // the [hook-thread] checks need is recorded around it; a CallResult is built only when the call
+  // did not return HH_OK (into `result`, and the function returns false). A hook with a
+  // call_timeout, or every hook when every call is timed, goes through call() for the watchdog's
+  // bookkeeping.
+  template <bool kTimed, typename DirectFn, typename DispatchFn>
+  bool step_call(Slot& slot, Callback cb, StepTimer& timer, DirectFn&& direct,
+                 DispatchFn&& through_dispatch, std::optional<CallResult>& result) {
+    if (!slot.direct_step_calls) [[unlikely]] {
+      result = call(slot, cb, through_dispatch);
+      if (kTimed) timer.last = std::chrono::steady_clock::now();
+      return result->status == HH_OK;
+    }
+    t_current_call = slot.services.get();
+    m.running_slot.store(&slot, std::memory_order_release);
+    hh_error& err = m.call_error;
+    reset_error(err);
+    hh_status status;
+    try {
+      status = direct(slot.direct_hook, &err);
+    } catch (const std::exception& e) {
+      m.running_slot.store(nullptr, std::memory_order_release);
+      result = escaped_exception_result(&e);
+      return false;
+    } catch (...) {
+      m.running_slot.store(nullptr, std::memory_order_release);
+      result = escaped_exception_result(nullptr);
+      return false;
+    }
+    m.running_slot.store(nullptr, std::memory_order_release);
+    ++slot.direct_calls[cb == Callback::before_run ? 0 : 1];
+    if (kTimed) timer.record(slot.stats[static_cast<size_t>(cb)]);
+    if (status == HH_OK) [[likely]]
+      return true;
+    result = inprocess_result(status, err);
+    return false;
   }
 
   void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {
     for (HookState s : ok)
       if (slot.state == s) return;
-    // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
+    out_of_order(slot, callback);
+  }
+  void check_state(const Slot& slot, Callback callback, HookState ok) {
+    if (slot.state != ok) [[unlikely]]
+      out_of_order(slot, callback);
+  }
+  // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
+  [[noreturn, gnu::cold]] static void out_of_order(const Slot& slot, Callback callback) {
     throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) +
                            " on hook '" + slot.settings.instance_name + "' in state " +
                            state_name(slot.state));
@@ -219,7 +300,7 @@ struct Lifecycle {
         break;
     }
     if (slot.failure.empty()) slot.failure = std::string(name_of(cb)) + " failed: " + r.message;
-    if (policy != FailurePolicy::keep_going || fatal) slot.disabled = true;
+    if (policy != FailurePolicy::keep_going || fatal) m.disable(slot);
     if (policy == FailurePolicy::stop) m.request_stop(HH_STOP_CAUSE_HOOK, what);
     if (policy == FailurePolicy::fail) {
       m.fail_job(what);
@@ -237,7 +318,7 @@ struct Lifecycle {
       case CrashPolicy::restart: {
         if (cb == Callback::end) {
           m.log->error("{} [on_crash=restart: end() was its last call; nothing to restart]", what);
-          slot.disabled = true;
+          m.disable(slot);
           return;
         }
         if (slot.restarts >= s.max_restarts) {
@@ -245,7 +326,7 @@ struct Lifecycle {
               "{} [on_crash=restart: {} restarts used up (max_restarts); the hook is "
               "disabled, the job continues]",
               what, slot.restarts);
-          slot.disabled = true;
+          m.disable(slot);
           return;
         }
         m.log->error("{} [on_crash=restart: restarting it ({} of {})]", what, slot.restarts + 1,
@@ -262,22 +343,22 @@ struct Lifecycle {
             "hook '{}' could not be restarted: {}; the hook is disabled, the job "
             "continues",
             s.instance_name, why);
-        slot.disabled = true;
+        m.disable(slot);
         return;
       }
       case CrashPolicy::disable:
         m.log->error("{} [on_crash=disable: the hook is disabled, the job continues]", what);
-        slot.disabled = true;
+        m.disable(slot);
         return;
       case CrashPolicy::stop:
         m.log->error("{} [on_crash=stop: the hook is disabled, the job stops after this step]",
                      what);
-        slot.disabled = true;
+        m.disable(slot);
         m.request_stop(HH_STOP_CAUSE_HOOK, what);
         return;
       case CrashPolicy::fail:
         m.log->error("{} [on_crash=fail: the job fails]", what);
-        slot.disabled = true;
+        m.disable(slot);
         m.fail_job(what);
         m.failure_logged = true;
         return;
@@ -346,6 +427,7 @@ struct Lifecycle {
         m.live_step.load(), message, backoff.count(), attempt, m.options.max_recoveries);
     std::this_thread::sleep_for(backoff);
     if (!create_session()) return false;
+    m.wait_for_checkpoints();  // on_recover reads the newest checkpoint from disk
     if (m.options.on_recover) {
       try {
         m.options.on_recover(*m.owner_runtime);
@@ -362,35 +444,75 @@ struct Lifecycle {
 
   // Drops what the hooks asked for in an attempt that did not reach after_run.
   void abandon_step() {
-    for (auto& sp : m.slots)
+    for (auto& sp : m.slots) {
       if (sp->state == HookState::in_step) sp->state = HookState::in_session;
+      sp->fetches.clear();
+    }
+  }
+
+  // Adds a hook's fetches and feeds to the step's; the caller's lists are copied only when the
+  // first hook adds something.
+  void merge_request(Slot& slot, const std::vector<std::string>& caller_fetches) {
+    if (!slot.fetches.empty()) {
+      if (!m.hooks_fetch) {
+        m.step_fetches.assign(caller_fetches.begin(), caller_fetches.end());
+        m.hooks_fetch = true;
+      }
+      for (const auto& name : slot.fetches)
+        if (std::find(m.step_fetches.begin(), m.step_fetches.end(), name) == m.step_fetches.end())
+          m.step_fetches.push_back(name);
+    }
+    if (!slot.feeds.empty()) {
+      if (!m.hooks_feed) {
+        m.merged_feeds = *m.caller_feeds;
+        m.hooks_feed = true;
+      }
+      for (auto& [name, value] : slot.feeds) {
+        m.feed_owner[name] = "hook '" + slot.settings.instance_name + "'";
+        m.merged_feeds.insert_or_assign(name, std::move(value));
+      }
+      slot.feeds.clear();
+    }
   }
 
   bool run_before(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches,
-                  const TensorMap& caller_feeds, std::vector<std::string>& all_fetches) {
-    m.merged_feeds = caller_feeds;
-    m.feed_owner.clear();
-    for (const auto& [name, _] : caller_feeds) m.feed_owner[name] = "the caller";
-    all_fetches = caller_fetches;
-    for (auto& sp : m.slots) {
+                  const TensorMap& caller_feeds) {
+    m.refresh_step_slots();
+    m.hooks_fetch = false;
+    m.hooks_feed = false;
+    m.caller_feeds = &caller_feeds;
+    if (!m.feed_owner.empty()) m.feed_owner.clear();
+    if (m.step_slots.empty()) return true;
+    return m.timed_step ? before_calls<true>(ctx, caller_fetches)
+                        : before_calls<false>(ctx, caller_fetches);
+  }
+
+  template <bool kTimed>
+  bool before_calls(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches) {
+    PhaseCallScope scope(m, Callback::before_run);
+    StepTimer timer(kTimed);
+    for (Slot* sp : m.step_slots) {
       Slot& slot = *sp;
       if (!active(slot)) continue;
-      check_state(slot, Callback::before_run, {HookState::in_session});
-      slot.fetches.clear();
-      slot.feeds.clear();
+      check_state(slot, Callback::before_run, HookState::in_session);
       slot.state = HookState::in_step;
       if (!wants(slot, Callback::before_run)) continue;
-      slot.request_error.clear();
-      init_request(slot.request, &m, &slot);  // a plugin may have scribbled on the last one
-      slot.request.open = true;
-      slot.request.thread = std::this_thread::get_id();
-      CallResult r = call(slot, Callback::before_run,
-                          [&] { return slot.dispatch->before_run(ctx, slot.request.c); });
-      slot.request.open = false;
+      std::optional<CallResult> failure;
+      const bool ok = step_call<kTimed>(
+          slot, Callback::before_run, timer,
+          [&](hh_hook* h, hh_error* err) {
+            return slot.direct_before_run(h, &ctx, &slot.request.c, err);
+          },
+          [&] { return slot.dispatch->before_run(ctx, slot.request.c); }, failure);
+      if (ok && !slot.request_touched) [[likely]]
+        continue;
+      slot.request_touched = false;
+      CallResult r = failure ? std::move(*failure) : CallResult{};
       // The host's own reason for a rejected fetch or feed is more precise than the plugin's,
       // unless the hook's process is gone: that loss is what on_crash must see.
       if (!slot.request_error.empty() && !r.runner_lost)
         r = CallResult{HH_ERROR, 0, slot.request_error};
+      slot.request_error.clear();
       if (!r.ok()) {
         // A hook that failed in before_run contributes nothing to this step.
         slot.fetches.clear();
@@ -401,14 +523,7 @@ struct Lifecycle {
         continue;
       }
       handle_result(slot, Callback::before_run, r, ctx.global_step);
-      for (const auto& name : slot.fetches)
-        if (std::find(all_fetches.begin(), all_fetches.end(), name) == all_fetches.end())
-          all_fetches.push_back(name);
-      for (auto& [name, value] : slot.feeds) {
-        m.feed_owner[name] = "hook '" + slot.settings.instance_name + "'";
-        m.merged_feeds.insert_or_assign(name, std::move(value));
-      }
-      slot.feeds.clear();
+      merge_request(slot, caller_fetches);
     }
     return true;
   }
@@ -423,42 +538,74 @@ struct Lifecycle {
            HH_EXTENSION_DEVICE_VALUES + ")";
   }
 
+  // The views of the values a hook fetched, in m.views_buffer. False when the call must not be
+  // made: the job failed (a fetched value is missing) or `refusal` says why this hook is refused.
+  bool gather_views(Slot& slot, const TensorMap& values, std::string& refusal) {
+    std::vector<hh_tensor>& views = m.views_buffer;  // reused: no allocation per hook per step
+    views.clear();
+    for (const auto& name : slot.fetches) {
+      auto it = values.find(name);
+      if (it == values.end()) {
+        m.fail_job("the workload did not return the fetched tensor '" + name + "'");
+        abandon_step();
+        return false;
+      }
+      if (refusal.empty()) refusal = device_refusal(slot, name, it->second);
+      views.push_back(it->second.view(name.c_str()));
+    }
+    return refusal.empty();
+  }
+
   void run_after(const hh_run_context& ctx, const TensorMap& values) {
-    for (auto& sp : m.slots) {
+    if (m.step_slots.empty()) return;
+    if (m.timed_step)
+      after_calls<true>(ctx, values);
+    else
+      after_calls<false>(ctx, values);
+  }
+
+  template <bool kTimed>
+  void after_calls(const hh_run_context& ctx, const TensorMap& values) {
+    PhaseCallScope scope(m, Callback::after_run);
+    StepTimer timer(kTimed);
+    hh_run_context after_ctx = ctx;
+    hh_run_values no_values{};
+    no_values.struct_size = HH_RUN_VALUES_SIZE;
+    no_values.tensor_stride = sizeof(hh_tensor);
+    for (Slot* sp : m.step_slots) {
       Slot& slot = *sp;
       if (!active(slot) || slot.state != HookState::in_step) continue;
       slot.state = HookState::in_session;
       if (!wants(slot, Callback::after_run)) continue;
-      std::vector<hh_tensor>& views = m.views_buffer;  // reused: no allocation per hook per step
-      views.clear();
-      std::string refusal;
-      for (const auto& name : slot.fetches) {
-        auto it = values.find(name);
-        if (it == values.end()) {
-          m.fail_job("the workload did not return the fetched tensor '" + name + "'");
-          abandon_step();
-          return;
+      const hh_run_values* rv = &no_values;
+      hh_run_values fetched;
+      if (!slot.fetches.empty()) [[unlikely]] {
+        fetched = no_values;
+        std::string refusal;
+        const bool gathered = gather_views(slot, values, refusal);
+        slot.fetches.clear();
+        if (!gathered) {
+          if (m.failed) return;
+          handle_result(slot, Callback::after_run, CallResult{HH_ERROR, 0, refusal},
+                        m.live_step.load(std::memory_order_relaxed));
+          if (m.failed) return;
+          continue;
         }
-        if (refusal.empty()) refusal = device_refusal(slot, name, it->second);
-        views.push_back(it->second.view(name.c_str()));
+        fetched.tensors = m.views_buffer.data();
+        fetched.count = static_cast<uint32_t>(m.views_buffer.size());
+        rv = &fetched;
       }
-      const int64_t step = m.live_step.load();
-      if (!refusal.empty()) {
-        handle_result(slot, Callback::after_run, CallResult{HH_ERROR, 0, refusal}, step);
-        if (m.failed) return;
+      after_ctx.stop_requested = m.stop_requested.load(std::memory_order_relaxed) ? 1 : 0;
+      std::optional<CallResult> failure;
+      if (step_call<kTimed>(
+              slot, Callback::after_run, timer,
+              [&](hh_hook* h, hh_error* err) {
+                return slot.direct_after_run(h, &after_ctx, rv, err);
+              },
+              [&] { return slot.dispatch->after_run(after_ctx, *rv); }, failure)) [[likely]]
         continue;
-      }
-      hh_run_values rv{};
-      rv.struct_size = HH_RUN_VALUES_SIZE;
-      rv.tensors = views.empty() ? nullptr : views.data();
-      rv.count = static_cast<uint32_t>(views.size());
-      rv.tensor_stride = sizeof(hh_tensor);
-      hh_run_context after_ctx = ctx;
-      after_ctx.stop_requested = m.stop_requested.load() ? 1 : 0;
-      CallResult r =
-          call(slot, Callback::after_run, [&] { return slot.dispatch->after_run(after_ctx, rv); });
       // The step the call concerns is the one that ran (its context's step), as in the trace.
-      handle_result(slot, Callback::after_run, r, ctx.global_step);
+      handle_result(slot, Callback::after_run, *failure, ctx.global_step);
       if (m.failed) return;
     }
   }
@@ -565,6 +712,19 @@ void check_can_add(const Runtime::Impl& m, const std::string& instance_name) {
                         "'; instance names must be unique");
 }
 
+}  // namespace
+
+void Runtime::Impl::rebuild_step_slots() {
+  step_slots.clear();
+  for (const auto& sp : slots)
+    if (!sp->disabled && (sp->implements[static_cast<size_t>(Callback::before_run)] ||
+                          sp->implements[static_cast<size_t>(Callback::after_run)]))
+      step_slots.push_back(sp.get());
+  step_slots_stale = false;
+}
+
+namespace {
+
 void add_slot(Runtime::Impl& m, std::unique_ptr<Slot> slot) {
   slot->services->blame_name = "hook '" + slot->settings.instance_name + "' (plugin '" +
                                slot->dispatch->plugin_id() + "', " + slot->dispatch->plugin_file() +
@@ -590,6 +750,7 @@ Runtime::~Runtime() {
   } catch (const std::exception& e) {
     impl_->log->error("error while closing the runtime: {}", e.what());
   }
+  impl_->wait_for_checkpoints();  // even when close() threw: the writer uses impl_'s members
   // Apart from close: hooks are destroyed even when end could not be delivered.
   try {
     Lifecycle{*impl_}.destroy_all();
@@ -652,6 +813,9 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   std::string extension_problem;
   slot->dispatch = make_inprocess_dispatch(hook, plugin->metadata().id, plugin->file().string(),
                                            &extension_problem);
+  slot->direct_hook = hook;
+  slot->direct_before_run = hook->before_run;
+  slot->direct_after_run = hook->after_run;
   if (!extension_problem.empty()) m.log->warn("{}: {}", where, extension_problem);
   add_slot(m, std::move(slot));
 }
@@ -708,6 +872,9 @@ bool Runtime::start() {
   std::stable_sort(m.slots.begin(), m.slots.end(), [](const auto& a, const auto& b) {
     return a->settings.order < b->settings.order;
   });
+  for (const auto& s : m.slots)
+    s->direct_step_calls = s->direct_hook && s->settings.call_timeout.count() == 0 &&
+                           m.options.time_every_n_steps > 1;
   std::string order;
   for (const auto& s : m.slots)
     order += (order.empty() ? "" : ", ") + s->settings.instance_name + " (order " +
@@ -737,10 +904,13 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
   if (!m.started) throw std::logic_error("run() called before start()");
   if (m.should_stop())
     throw std::logic_error("run() called after the job should stop; check should_stop() first");
-  for (const auto& name : fetches)
-    if (!m.fetchable.count(name))
-      throw std::invalid_argument("the caller asked to fetch '" + name +
-                                  "', which the workload does not provide");
+  if (fetches != m.checked_fetches) {
+    for (const auto& name : fetches)
+      if (!m.fetchable.count(name))
+        throw std::invalid_argument("the caller asked to fetch '" + name +
+                                    "', which the workload does not provide");
+    m.checked_fetches = fetches;
+  }
   for (const auto& [name, _] : feeds)
     if (!m.feedable.count(name))
       throw std::invalid_argument("the caller asked to feed '" + name +
@@ -753,21 +923,30 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
     ctx.struct_size = HH_RUN_CONTEXT_SIZE;
     ctx.global_step = m.session.global_step();
     ctx.iteration = m.steps_run;
-    ctx.stop_requested = m.stop_requested.load() ? 1 : 0;
+    ctx.stop_requested = m.stop_requested.load(std::memory_order_relaxed) ? 1 : 0;
 
-    std::vector<std::string> all_fetches;
-    if (!life.run_before(ctx, fetches, feeds, all_fetches)) {
+    // Per-step calls are timed on one step in time_every_n_steps (a countdown: no division).
+    m.timed_step = m.untimed_steps_left == 0;
+    m.untimed_steps_left =
+        m.timed_step ? std::max<uint32_t>(m.options.time_every_n_steps, 1) - 1
+                     : m.untimed_steps_left - 1;
+    if (!life.run_before(ctx, fetches, feeds)) {
       life.abandon_step();
       return out;
     }
-    StepResult step;
-    try {
-      step = m.session.run(all_fetches, m.merged_feeds);
-    } catch (const std::exception& e) {
-      step.status = StepStatus::error;
-      step.message = std::string("the workload threw: ") + e.what();
-    }
-    m.merged_feeds.clear();
+    StepResult step = [&] {
+      try {
+        return m.session.run(m.hooks_fetch ? m.step_fetches : fetches,
+                             m.hooks_feed ? m.merged_feeds : feeds);
+      } catch (const std::exception& e) {
+        StepResult failed;
+        failed.status = StepStatus::error;
+        failed.message = std::string("the workload threw: ") + e.what();
+        return failed;
+      }
+    }();
+    m.caller_feeds = nullptr;
+    if (m.hooks_feed) m.merged_feeds.clear();
     switch (step.status) {
       case StepStatus::ok: break;
       case StepStatus::end_of_data:
@@ -788,15 +967,22 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
         return out;
     }
     ++m.steps_run;
-    m.live_step = m.session.global_step();
+    m.live_step.store(m.session.global_step(), std::memory_order_relaxed);
     life.run_after(ctx, step.values);
-    m.write_requested_checkpoint();  // the step boundary: every hook's after_run has returned
+    // The step boundary: every hook's after_run has returned.
+    if (m.checkpoint_requested.load(std::memory_order_relaxed)) m.write_requested_checkpoint();
     if (m.failed) return out;
     out.ran = true;
-    for (const auto& name : fetches) {
-      auto it = step.values.find(name);
-      if (it != step.values.end()) out.values.insert_or_assign(name, it->second);
+    // The caller's values are moved out of the step's, never copied: all at once when the
+    // workload returned just what the caller asked for.
+    if (!m.hooks_fetch && step.values.size() == fetches.size() &&
+        std::all_of(fetches.begin(), fetches.end(),
+                    [&](const std::string& name) { return step.values.count(name) != 0; })) {
+      out.values = std::move(step.values);
+      return out;
     }
+    for (const auto& name : fetches)
+      if (auto node = step.values.extract(name)) out.values.insert(std::move(node));
     return out;
   }
 }
@@ -828,6 +1014,7 @@ JobResult Runtime::close() {
   EntryGuard guard(m.in_call, "close()");
   Lifecycle{m}.deliver_end();
   m.write_requested_checkpoint();  // a final save asked for in end(), unless the job failed
+  m.wait_for_checkpoints();        // every checkpoint is on disk when close() returns
   m.closed = true;
   try {
     m.event_writers
@@ -868,7 +1055,7 @@ std::vector<HookReport> Runtime::reports() const {
     r.disabled = sp->disabled;
     r.failure = sp->failure;
     for (size_t i = 0; i < kCallbackNames.size(); ++i)
-      r.callbacks[kCallbackNames[i]] = sp->stats[i];
+      r.callbacks[kCallbackNames[i]] = sp->stats_of(static_cast<Callback>(i));
     out.push_back(std::move(r));
   }
   return out;

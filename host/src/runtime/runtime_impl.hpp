@@ -15,6 +15,7 @@
 #include <hookhost/ext/device_values.h>
 
 #include "hookhost/host/runtime.hpp"
+#include "runtime/checkpoint_writer.hpp"
 #include "services/event_writer.hpp"
 #include "services/services.hpp"
 
@@ -23,7 +24,7 @@ namespace hookhost {
 struct Slot;
 
 // Where an instance is in its lifecycle. The runtime checks every call against it.
-enum class HookState { created, begun, in_session, in_step, ended, destroyed };
+enum class HookState : uint8_t { created, begun, in_session, in_step, ended, destroyed };
 
 // The services one instance sees through hh_host (services/host_table.cpp). Lives as long as the
 // runtime, or forever for an instance whose destroy could not be trusted, so a plugin thread that
@@ -54,41 +55,64 @@ struct HostServices {
 };
 
 // The instance whose lifecycle call is running on this thread ([hook-thread] checks).
-extern thread_local const HostServices* t_current_call;
+extern constinit thread_local const HostServices* t_current_call;
 
 // Collects one hook's fetches and feeds during its before_run (step_request.cpp). One per slot, so
 // a request a plugin keeps past its before_run points at a live object that says it is closed.
-// Standard layout with the C struct first: a request pointer converts back to its builder.
+// Standard layout with the C struct first: a request pointer converts back to its builder. It is
+// open while its slot's before_run runs on this thread (the runtime's running call says so), so
+// opening and closing it costs the step nothing.
 struct RequestBuilder {
   static constexpr uint64_t kMagic = 0x68682e7265713031ULL;  // "hh.req01"
   hh_run_request c;
   uint64_t magic;
   Runtime::Impl* owner;
   Slot* slot;
-  bool open;
-  std::thread::id thread;
 };
 void init_request(RequestBuilder& builder, Runtime::Impl* owner, Slot* slot);
 
-struct Slot {
+struct alignas(64) Slot {  // the hot fields below share the first cache line
+  // Read or written by every step's calls: kept together at the front, in one cache line.
+  HookState state = HookState::created;
+  bool disabled = false;
+  // Calls the plugin's functions directly: it runs in this process, has no call_timeout (the
+  // watchdog needs each call's start) and timing is sampled.
+  bool direct_step_calls = false;
+  // add_fetch or add_feed was called in this before_run: its request needs looking at.
+  bool request_touched = false;
+  std::array<bool, kCallbackNames.size()> implements{};
+  // The plugin's per-step functions when it runs in this process, copied at create() like the
+  // dispatcher's: the runtime calls them directly (no virtual call, no CallResult unless the call
+  // fails). Null for another isolation tier or a test double.
+  hh_hook* direct_hook = nullptr;
+  decltype(hh_hook::before_run) direct_before_run = nullptr;
+  decltype(hh_hook::after_run) direct_after_run = nullptr;
+  std::unique_ptr<HostServices> services;
+  // Direct before_run and after_run calls, added to stats when reported.
+  std::array<uint64_t, 2> direct_calls{};
+  // This step's request. Its C fields are the host's: a plugin that overwrites them breaks only
+  // its own later calls.
+  RequestBuilder request{};
+  std::vector<std::string> fetches;
+  std::string request_error;
+  TensorMap feeds;
+
   HookSettings settings;
   size_t added_index = 0;
   std::shared_ptr<const LoadedPlugin> plugin;  // keeps metadata alive; libraries never unload
-  std::unique_ptr<HostServices> services;
   std::unique_ptr<HookDispatch> dispatch;
-  std::array<bool, kCallbackNames.size()> implements{};
-  HookState state = HookState::created;
   bool begin_called = false;
-  bool disabled = false;
   uint32_t restarts = 0;  // of its process (another isolation tier), for on_crash = restart
   bool runner_lost = false;  // its process is gone: not even end() is delivered
   std::string failure;
   std::array<CallStats, kCallbackNames.size()> stats{};
-  // This step's request.
-  RequestBuilder request{};
-  std::vector<std::string> fetches;
-  TensorMap feeds;
-  std::string request_error;
+  // stats with the direct calls counted in.
+  CallStats stats_of(Callback callback) const {
+    CallStats st = stats[static_cast<size_t>(callback)];
+    if (callback == Callback::before_run) st.calls += direct_calls[0];
+    if (callback == Callback::after_run) st.calls += direct_calls[1];
+    return st;
+  }
 };
 
 struct Runtime::Impl {
@@ -117,11 +141,13 @@ struct Runtime::Impl {
   JobResult result;
 
   // Checkpoints requested since the last step boundary, and the newest one written
-  // (checkpoints.cpp).
+  // (checkpoints.cpp). The snapshot is taken at the boundary; checkpoint_writer writes it in the
+  // background, one at a time, and must be idle before the members it uses go (~Runtime waits).
   std::atomic<bool> checkpoint_requested{false};
   mutable std::mutex checkpoint_mutex;
   std::string checkpoint_reasons;
   std::optional<WrittenCheckpoint> newest_checkpoint;
+  CheckpointWriter checkpoint_writer{[this](const CheckpointSave& save) { write_snapshot(save); }};
   // States restored from a checkpoint, given to each instance as it is created.
   std::map<std::string, SavedHookState> restored_states;
 
@@ -138,8 +164,24 @@ struct Runtime::Impl {
   std::atomic<int64_t> call_serial{0};
   std::unique_ptr<class CallWatchdog> watchdog;  // only when a hook has a call timeout
 
+  // The slots a step calls: active, implementing before_run or after_run, in order. Rebuilt after
+  // a hook is disabled, so a hook with neither callback costs nothing per step.
+  std::vector<Slot*> step_slots;
+  bool step_slots_stale = true;
+  hh_error call_error{};  // reused by every direct call (reset_error: not the message buffer)
+  bool timed_step = false;          // this step's per-step calls are timed
+  uint32_t untimed_steps_left = 0;  // before the next timed step
+
+  // The caller's fetch list as last checked against the workload, so an unchanged list is
+  // checked with one comparison per step instead of a set lookup per name.
+  std::vector<std::string> checked_fetches;
   std::vector<hh_tensor> views_buffer;
-  // This step's merged feeds and who gave them ("the caller" or a hook instance).
+  // This step's fetches and feeds once a hook added some (the caller's are used as they are
+  // otherwise), and who gave each hook feed.
+  bool hooks_fetch = false;
+  bool hooks_feed = false;
+  const TensorMap* caller_feeds = nullptr;
+  std::vector<std::string> step_fetches;
   TensorMap merged_feeds;
   std::map<std::string, std::string, std::less<>> feed_owner;
 
@@ -148,15 +190,29 @@ struct Runtime::Impl {
   void request_stop(hh_stop_cause cause, const std::string& reason);
   void fail_job(const std::string& reason);
   bool should_stop() const { return closed || failed || end_of_data || stop_requested.load(); }
+  // A slot gets no more calls but end(); the step's slot list is rebuilt before the next step.
+  void disable(Slot& slot) {
+    slot.disabled = true;
+    step_slots_stale = true;
+  }
+  void refresh_step_slots() {
+    if (step_slots_stale) rebuild_step_slots();
+  }
+  void rebuild_step_slots();
 
   std::unique_ptr<HostServices> make_services(const std::string& instance,
                                               const std::string& plugin_id, uint32_t state_version);
   std::map<std::string, SavedHookState> collect_hook_states() const;
 
   // checkpoints.cpp: a request is recorded at once [thread-safe] and carried out at the next
-  // step boundary by write_requested_checkpoint (never when the job failed).
+  // step boundary by write_requested_checkpoint (never when the job failed), which takes the
+  // snapshot and hands it to checkpoint_writer; write_snapshot runs on the writer's thread.
   void record_checkpoint_request(const std::string& reason);
   void write_requested_checkpoint();
+  void write_snapshot(const CheckpointSave& save);
+  // Returns once no save is in flight. [thread-safe]
+  void wait_for_checkpoints();
+  // The newest checkpoint completed. [thread-safe]
   std::optional<WrittenCheckpoint> last_checkpoint() const;
   std::filesystem::path checkpoint_folder() const;
   // Gives `services` the state restored for its instance, unless another plugin saved it.

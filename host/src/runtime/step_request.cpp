@@ -8,7 +8,7 @@ namespace hookhost {
 namespace {
 
 // The builder behind a request pointer, when the call is legal: the request is open (its
-// before_run is running) and the call comes from that before_run's thread.
+// slot's before_run is the call running, on this thread).
 RequestBuilder* open_builder(hh_run_request* request, const char* function) {
   if (!request) {
     spdlog::error("a plugin called hh_run_request.{} with a NULL request; call refused", function);
@@ -22,11 +22,16 @@ RequestBuilder* open_builder(hh_run_request* request, const char* function) {
         function);
     return nullptr;
   }
-  if (!b->open || b->thread != std::this_thread::get_id()) {
-    b->slot->services->misuse(function, b->open ? "from another thread than its before_run"
+  const Runtime::Impl& m = *b->owner;
+  const bool running = m.running_slot.load(std::memory_order_acquire) == b->slot &&
+                       m.running_callback.load(std::memory_order_relaxed) ==
+                           static_cast<int>(Callback::before_run);
+  if (!running || t_current_call != b->slot->services.get()) {
+    b->slot->services->misuse(function, running ? "from another thread than its before_run"
                                                 : "on a request whose before_run has returned");
     return nullptr;
   }
+  b->slot->request_touched = true;
   return b;
 }
 
@@ -73,10 +78,15 @@ hh_status add_feed(hh_run_request* request, const hh_tensor* value) {
                          join_names({b->owner->feedable.begin(), b->owner->feedable.end()}) + ")";
     return HH_ERROR;
   }
-  auto owner = b->owner->feed_owner.find(name);
-  if (owner != b->owner->feed_owner.end() || slot.feeds.count(name)) {
-    const std::string other =
-        owner != b->owner->feed_owner.end() ? owner->second : "this hook itself";
+  const Runtime::Impl& m = *b->owner;
+  std::string other;
+  if (m.caller_feeds && m.caller_feeds->count(name))
+    other = "the caller";
+  else if (auto owner = m.feed_owner.find(name); owner != m.feed_owner.end())
+    other = owner->second;
+  else if (slot.feeds.count(name))
+    other = "this hook itself";
+  if (!other.empty()) {
     slot.request_error = "feed conflict: hook '" + slot.settings.instance_name + "' and " + other +
                          " both feed '" + name + "'";
     return HH_ERROR;
@@ -100,7 +110,6 @@ void init_request(RequestBuilder& builder, Runtime::Impl* owner, Slot* slot) {
   builder.magic = RequestBuilder::kMagic;
   builder.owner = owner;
   builder.slot = slot;
-  builder.open = false;
 }
 
 }  // namespace hookhost

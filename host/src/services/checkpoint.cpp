@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "crc32c.hpp"
 
@@ -109,24 +110,36 @@ void fsync_dir(const fs::path& dir) {
   if (rc != 0) throw io_error("cannot fsync folder", dir);
 }
 
-// Writes `content` to `target` so that a reader sees either the old file or the whole new one.
-void write_atomically(const fs::path& target, const std::string& content) {
+// "." + the target's name + kTemporaryMark + pid, appended piece by piece: GCC 12 at -O3 reports a
+// false -Wrestrict on the same expression written with operator+.
+std::string temporary_name(const fs::path& target) {
+  std::string name = ".";
+  name += target.filename().native();
+  name += kTemporaryMark;
+  name += std::to_string(::getpid());
+  return name;
+}
+
+// Writes `pieces`, one after the other, to `target` so that a reader sees either the old file or
+// the whole new one.
+void write_atomically(const fs::path& target, const std::vector<std::string_view>& pieces) {
   const fs::path dir = target.parent_path();
-  const fs::path tmp =
-      dir / ("." + target.filename().string() + kTemporaryMark + std::to_string(::getpid()));
+  const fs::path tmp = dir / temporary_name(target);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw io_error("cannot create", tmp);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      auto e = io_error("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw e;
+  for (const std::string_view piece : pieces) {
+    size_t done = 0;
+    while (done < piece.size()) {
+      ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        auto e = io_error("cannot write", tmp);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw e;
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0) {
     auto e = io_error("cannot fsync", tmp);
@@ -147,33 +160,58 @@ void write_atomically(const fs::path& target, const std::string& content) {
   fsync_dir(dir);
 }
 
-std::string encode(const Checkpoint& c) {
-  std::string out(kMagic, sizeof kMagic);
-  put<uint32_t>(out, kFormatVersion);
-  put<int64_t>(out, c.global_step);
-  put<uint32_t>(out, static_cast<uint32_t>(1 + c.hook_states.size()));
+void write_atomically(const fs::path& target, const std::string& content) {
+  write_atomically(target, std::vector<std::string_view>{content});
+}
+
+// A checkpoint file as it is written: the framing bytes built here, and the states' bytes read
+// from the checkpoint in place, so a large state is not copied once more on its way to the disk.
+// The file is frames[0] data[0] frames[1] data[1] ... frames[n].
+struct EncodedCheckpoint {
+  std::vector<std::string> frames;
+  std::vector<const std::string*> data;
+
+  std::vector<std::string_view> pieces() const {
+    std::vector<std::string_view> out;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      out.emplace_back(frames[i]);
+      if (i < data.size()) out.emplace_back(*data[i]);
+    }
+    return out;
+  }
+};
+
+EncodedCheckpoint encode(const Checkpoint& c) {
+  EncodedCheckpoint encoded;
+  encoded.frames.emplace_back(kMagic, sizeof kMagic);
+  auto out = [&]() -> std::string& { return encoded.frames.back(); };
+  put<uint32_t>(out(), kFormatVersion);
+  put<int64_t>(out(), c.global_step);
+  put<uint32_t>(out(), static_cast<uint32_t>(1 + c.hook_states.size()));
   auto text = [&](const std::string& s) {
-    put<uint32_t>(out, static_cast<uint32_t>(s.size()));
-    out += s;
+    put<uint32_t>(out(), static_cast<uint32_t>(s.size()));
+    out() += s;
   };
   auto data = [&](const std::string& s) {
-    put<uint64_t>(out, s.size());
-    out += s;
+    put<uint64_t>(out(), s.size());
+    encoded.data.push_back(&s);
+    encoded.frames.emplace_back();
   };
-  put<uint8_t>(out, kSectionWorkload);
+  put<uint8_t>(out(), kSectionWorkload);
   text("");
   data(c.workload_state);
   for (const auto& [name, state] : c.hook_states) {
-    put<uint8_t>(out, kSectionTaggedHook);
+    put<uint8_t>(out(), kSectionTaggedHook);
     text(name);
     text(state.plugin_id);
-    put<uint32_t>(out, state.state_version);
+    put<uint32_t>(out(), state.state_version);
     data(state.bytes);
   }
   Crc32c crc;
-  crc.process_bytes(out.data(), out.size());
-  put<uint32_t>(out, crc.checksum());
-  return out;
+  for (const std::string_view piece : encoded.pieces())
+    crc.process_bytes(piece.data(), piece.size());
+  put<uint32_t>(out(), crc.checksum());
+  return encoded;
 }
 
 // The step of a file named "<basename>-<step>", or -1 for any other name.
@@ -208,7 +246,8 @@ fs::path write_checkpoint(const fs::path& dir, const std::string& basename,
   // A new folder's own entry must reach the disk too, or a crash can lose every file in it.
   if (created) fsync_dir(dir.parent_path().empty() ? fs::path(".") : dir.parent_path());
   const fs::path file = dir / (basename + "-" + std::to_string(checkpoint.global_step));
-  write_atomically(file, encode(checkpoint));
+  const EncodedCheckpoint encoded = encode(checkpoint);
+  write_atomically(file, encoded.pieces());
 
   // Retention: the newest max_to_keep by step, plus the file just written (after a rollback it
   // may be older than the kept ones).

@@ -1,5 +1,6 @@
 // hh.checkpoint/1: a hook asks for a checkpoint and reads where the newest one went. The request
-// is recorded at once; the runtime writes at the next step boundary (runtime/checkpoints.cpp).
+// is recorded at once; the runtime takes the snapshot at the next step boundary and writes it in
+// the background (runtime/checkpoints.cpp).
 #include <hookhost/ext/checkpoint.h>
 
 #include "runtime/runtime_impl.hpp"
@@ -21,6 +22,9 @@ hh_status CheckpointService::request(HostServices& caller, const char* reason) {
 
 int32_t CheckpointService::last_written(HostServices& caller, char* out_path, size_t capacity,
                                         int64_t* step) {
+  // ABI 1.0 promises that a call after a boundary sees the checkpoint taken there: wait for the
+  // save in flight, which is written in the background.
+  caller.owner->wait_for_checkpoints();
   const auto written = caller.owner->last_checkpoint();
   if (!written) return 0;
   if (out_path && capacity > 0) copy_cut(written->file.string(), out_path, capacity);

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "crc32c.hpp"
 #include "proto/tensorboard_event.pb.h"
@@ -21,6 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint32_t kMaskDelta = 0xa282ead8u;
+constexpr std::size_t kHeaderBytes = 12;  // length and its CRC
+constexpr std::size_t kFooterBytes = 4;   // CRC of the data
 
 double now_seconds() {
   using namespace std::chrono;
@@ -33,22 +36,66 @@ std::string hostname() {
   return name;
 }
 
+void store_le(char* out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+// The inverse of store_le.
+uint64_t load_le(const char* bytes, int count) {
+  uint64_t value = 0;
+  for (int i = 0; i < count; ++i)
+    value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  return value;
+}
+
+// Appends one TFRecord holding `event`, serialized straight into `out`, with its two CRC fields
+// left for seal_records: the checksums are computed by whichever thread writes the records.
+void append_unsealed(std::string& out, const google::protobuf::MessageLite& event) {
+  const std::size_t size = event.ByteSizeLong();
+  const std::size_t at = out.size();
+  out.resize(at + kHeaderBytes + size + kFooterBytes);
+  char* record = out.data() + at;
+  store_le(record, size, 8);
+  event.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(record + kHeaderBytes));
+}
+
+// Fills in the CRC fields of every record in `records` (appended by append_unsealed).
+void seal_records(std::string& records) {
+  std::size_t at = 0;
+  while (at < records.size()) {
+    char* record = records.data() + at;
+    const std::size_t size = load_le(record, 8);
+    store_le(record + 8, masked_crc32c(std::string_view(record, 8)), 4);
+    store_le(record + kHeaderBytes + size,
+             masked_crc32c(std::string_view(record + kHeaderBytes, size)), 4);
+    at += kHeaderBytes + size + kFooterBytes;
+  }
+}
+
 std::string serialize(const tb::Event& event) {
   std::string out;
   if (!event.SerializeToString(&out)) throw std::runtime_error("cannot serialize an event");
   return out;
 }
 
-void append_le(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+void set_scalar(tb::Event& event, tb::SummaryValue& value, double wall_time, int64_t step,
+                std::string_view tag, float simple_value) {
+  event.set_wall_time(wall_time);
+  event.set_step(step);
+  value.mutable_tag()->assign(tag.data(), tag.size());  // reuses the string's capacity
+  value.set_simple_value(simple_value);
 }
 
-// The inverse of append_le.
-uint64_t load_le(const char* bytes, int count) {
-  uint64_t value = 0;
-  for (int i = 0; i < count; ++i)
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
-  return value;
+void set_session_log(tb::Event& event, double wall_time, int64_t step, int status,
+                     std::string_view checkpoint_path) {
+  event.set_wall_time(wall_time);
+  event.set_step(step);
+  tb::SessionLog* log = event.mutable_session_log();
+  log->set_status(static_cast<tb::SessionLog::SessionStatus>(status));
+  if (checkpoint_path.empty())
+    log->clear_checkpoint_path();
+  else
+    log->mutable_checkpoint_path()->assign(checkpoint_path.data(), checkpoint_path.size());
 }
 
 }  // namespace
@@ -65,12 +112,11 @@ uint32_t masked_crc32c(std::string_view data) {
 }
 
 std::string frame_record(std::string_view data) {
-  std::string out;
-  out.reserve(data.size() + 16);
-  append_le(out, data.size(), 8);
-  append_le(out, masked_crc32c(std::string_view(out.data(), 8)), 4);
-  out.append(data);
-  append_le(out, masked_crc32c(data), 4);
+  std::string out(kHeaderBytes + data.size() + kFooterBytes, '\0');
+  store_le(out.data(), data.size(), 8);
+  store_le(out.data() + 8, masked_crc32c(std::string_view(out.data(), 8)), 4);
+  std::memcpy(out.data() + kHeaderBytes, data.data(), data.size());
+  store_le(out.data() + kHeaderBytes + data.size(), masked_crc32c(data), 4);
   return out;
 }
 
@@ -81,29 +127,30 @@ std::string encode_file_version_event(double wall_time) {
   return serialize(event);
 }
 
-std::string encode_scalar_event(double wall_time, int64_t step, const std::string& tag,
+std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag,
                                 float value) {
   tb::Event event;
-  event.set_wall_time(wall_time);
-  event.set_step(step);
-  tb::SummaryValue* v = event.mutable_summary()->add_value();
-  v->set_tag(tag);
-  v->set_simple_value(value);
+  set_scalar(event, *event.mutable_summary()->add_value(), wall_time, step, tag, value);
   return serialize(event);
 }
 
 std::string encode_session_log_event(double wall_time, int64_t step, int status,
-                                     const std::string& checkpoint_path) {
+                                     std::string_view checkpoint_path) {
   tb::Event event;
-  event.set_wall_time(wall_time);
-  event.set_step(step);
-  tb::SessionLog* log = event.mutable_session_log();
-  log->set_status(static_cast<tb::SessionLog::SessionStatus>(status));
-  if (!checkpoint_path.empty()) log->set_checkpoint_path(checkpoint_path);
+  set_session_log(event, wall_time, step, status, checkpoint_path);
   return serialize(event);
 }
 
-EventFileWriter::EventFileWriter(const fs::path& dir) {
+// One message per kind of record, filled in place for every record: after the first record of a
+// kind, encoding allocates nothing (unless a longer tag grows the tag's string).
+struct EventFileWriter::Encoder {
+  tb::Event scalar;
+  tb::SummaryValue* scalar_value = scalar.mutable_summary()->add_value();
+  tb::Event session_log;
+};
+
+EventFileWriter::EventFileWriter(const fs::path& dir, EventWriteSchedule schedule)
+    : schedule_(schedule), encoder_(std::make_unique<Encoder>()) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
@@ -119,62 +166,139 @@ EventFileWriter::EventFileWriter(const fs::path& dir) {
                              std::strerror(errno));
   const off_t size = ::lseek(fd_, 0, SEEK_END);
   good_size_ = size > 0 ? static_cast<uint64_t>(size) : 0;
-  write_record(encode_file_version_event(std::floor(created)));
-  flush_locked();  // TensorFlow flushes the version record at once, so readers see a valid file
+  tb::Event version;
+  version.set_wall_time(std::floor(created));
+  version.set_file_version("brain.Event:2");
+  append_unsealed(buffer_, version);
+  try {
+    write_buffered();  // TensorFlow writes the version record at once, so readers see a valid file
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  thread_ = std::thread([this] { run_writer_thread(); });
 }
 
 EventFileWriter::~EventFileWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
   try {
-    flush();
+    write_buffered();
   } catch (...) {
     // Nothing to report to during shutdown; every writer was flushed at the end of the job.
   }
-  if (fd_ >= 0) ::close(fd_);
+  ::close(fd_);
 }
 
-void EventFileWriter::add_scalar(int64_t step, const std::string& tag, float value) {
-  std::lock_guard lock(mutex_);
-  write_record(encode_scalar_event(now_seconds(), step, tag, value));
+void EventFileWriter::add_scalar(int64_t step, std::string_view tag, float value) {
+  const double wall_time = now_seconds();  // the record's one clock read, outside the lock
+  std::unique_lock lock(mutex_);
+  throw_background_failure(lock);
+  set_scalar(encoder_->scalar, *encoder_->scalar_value, wall_time, step, tag, value);
+  append_unsealed(buffer_, encoder_->scalar);
+  wake_or_write(lock);
 }
 
-void EventFileWriter::add_session_log(int64_t step, int status, const std::string& path) {
-  std::lock_guard lock(mutex_);
-  write_record(encode_session_log_event(now_seconds(), step, status, path));
+void EventFileWriter::add_session_log(int64_t step, int status, std::string_view path) {
+  const double wall_time = now_seconds();
+  std::unique_lock lock(mutex_);
+  throw_background_failure(lock);
+  set_session_log(encoder_->session_log, wall_time, step, status, path);
+  append_unsealed(buffer_, encoder_->session_log);
+  wake_or_write(lock);
 }
 
-void EventFileWriter::write_record(const std::string& event) {
-  buffer_ += frame_record(event);
-  // Like TensorFlow's writer, reach the disk every few seconds even if nobody flushes.
-  if (std::chrono::steady_clock::now() - last_flush_ >= kFlushInterval) flush_locked();
+void EventFileWriter::throw_background_failure(std::unique_lock<std::mutex>& lock) {
+  if (background_failure_.empty()) return;
+  std::string failure;
+  failure.swap(background_failure_);
+  lock.unlock();
+  throw std::runtime_error(failure);
+}
+
+// After an append: the writer thread is woken once the buffer is large (the wake is a system call
+// only then); a buffer the thread has not kept up with is written here.
+void EventFileWriter::wake_or_write(std::unique_lock<std::mutex>& lock) {
+  if (buffer_.size() >= schedule_.max_buffered_bytes) {
+    lock.unlock();
+    write_buffered();
+    return;
+  }
+  if (buffer_.size() >= schedule_.wake_bytes && !wake_requested_) {
+    wake_requested_ = true;
+    wake_.notify_one();
+  }
 }
 
 void EventFileWriter::flush() {
-  std::lock_guard lock(mutex_);
-  flush_locked();
+  std::string failures;
+  try {
+    write_buffered();
+  } catch (const std::exception& e) {
+    failures = e.what();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (!background_failure_.empty()) {
+      failures = background_failure_ + (failures.empty() ? "" : "; " + failures);
+      background_failure_.clear();
+    }
+  }
+  if (!failures.empty()) throw std::runtime_error(failures);
 }
 
-void EventFileWriter::flush_locked() {
-  last_flush_ = std::chrono::steady_clock::now();
-  std::string pending;
-  pending.swap(buffer_);
-  size_t done = 0;
-  while (done < pending.size()) {
-    ssize_t n = ::write(fd_, pending.data() + done, pending.size() - done);
+void EventFileWriter::write_buffered() {
+  std::lock_guard io(io_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    writing_.swap(buffer_);
+    wake_requested_ = false;
+  }
+  if (writing_.empty()) return;
+  seal_records(writing_);
+  const std::size_t total = writing_.size();
+  std::size_t done = 0;
+  while (done < total) {
+    const ssize_t n = ::write(fd_, writing_.data() + done, total - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int error = errno;
+      writing_.clear();
       // Roll back to the last whole record: a torn one would hide every record after it.
       const bool rolled_back = ::ftruncate(fd_, static_cast<off_t>(good_size_)) == 0;
       throw std::runtime_error("cannot write event file " + file_.string() + ": " +
                                std::strerror(error) + " (" + std::to_string(done) + " of " +
-                               std::to_string(pending.size()) + " bytes written" +
+                               std::to_string(total) + " bytes written" +
                                (rolled_back ? ", rolled back to the last whole record; those "
                                               "events are lost)"
                                             : "; the file could not be rolled back)"));
     }
-    done += static_cast<size_t>(n);
+    done += static_cast<std::size_t>(n);
   }
-  good_size_ += pending.size();
+  good_size_ += total;
+  writing_.clear();
+}
+
+void EventFileWriter::run_writer_thread() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, schedule_.interval, [&] { return stopping_ || wake_requested_; });
+    if (stopping_ || buffer_.empty()) continue;
+    lock.unlock();
+    std::string failure;
+    try {
+      write_buffered();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    lock.lock();
+    // Reported by the next call on this writer (a record, a flush, the end of the job).
+    if (!failure.empty()) background_failure_ = failure;
+  }
 }
 
 uint64_t truncate_to_last_whole_record(const fs::path& file) {
@@ -185,20 +309,22 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
   uint64_t good = 0;
   // Walk the framing: 8-byte length, 4-byte CRC of it, data, 4-byte CRC of the data.
   while (true) {
-    char header[12];
-    if (::pread(fd, header, 12, static_cast<off_t>(good)) != 12) break;
+    char header[kHeaderBytes];
+    if (::pread(fd, header, kHeaderBytes, static_cast<off_t>(good)) !=
+        static_cast<ssize_t>(kHeaderBytes))
+      break;
     const uint64_t length = load_le(header, 8);
     if (masked_crc32c(std::string_view(header, 8)) != load_le(header + 8, 4)) break;
-    if (length > static_cast<uint64_t>(end) - good - 12 ||
-        static_cast<uint64_t>(end) - good - 12 - length < 4)
+    if (length > static_cast<uint64_t>(end) - good - kHeaderBytes ||
+        static_cast<uint64_t>(end) - good - kHeaderBytes - length < kFooterBytes)
       break;
-    std::string data(length + 4, '\0');
-    if (::pread(fd, data.data(), data.size(), static_cast<off_t>(good + 12)) !=
+    std::string data(length + kFooterBytes, '\0');
+    if (::pread(fd, data.data(), data.size(), static_cast<off_t>(good + kHeaderBytes)) !=
         static_cast<ssize_t>(data.size()))
       break;
     if (masked_crc32c(std::string_view(data.data(), length)) != load_le(data.data() + length, 4))
       break;
-    good += 12 + length + 4;
+    good += kHeaderBytes + length + kFooterBytes;
   }
   const uint64_t removed = static_cast<uint64_t>(end) - good;
   if (removed > 0 && ::ftruncate(fd, static_cast<off_t>(good)) != 0) {
@@ -211,25 +337,37 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
   return removed;
 }
 
-EventFileWriter& EventWriters::for_folder(const fs::path& dir) {
-  // The folder must exist before it is canonicalised, or "tb/" and "tb" would be two keys.
+EventFileWriter& EventWriters::for_folder(std::string_view dir) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = by_spelling_.find(dir); it != by_spelling_.end()) return *it->second;
+  }
+  // A new spelling: resolve it outside the lock (it touches the file system). The folder must
+  // exist before it is canonicalised, or "tb/" and "tb" would be two keys.
+  const fs::path folder = fs::path(dir).lexically_normal();
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  fs::path key = fs::weakly_canonical(dir, ec);
-  if (ec) key = dir;
+  fs::create_directories(folder, ec);
+  fs::path key = fs::weakly_canonical(folder, ec);
+  if (ec) key = folder;
   if (!key.has_filename()) key = key.parent_path();
   std::lock_guard lock(mutex_);
-  auto& w = writers_[key];
-  if (!w) w = std::make_unique<EventFileWriter>(dir);
-  return *w;
+  auto& writer = writers_[key];
+  if (!writer) writer = std::make_unique<EventFileWriter>(folder);
+  by_spelling_.emplace(std::string(dir), writer.get());
+  return *writer;
 }
 
 void EventWriters::flush_all() {
-  std::lock_guard lock(mutex_);
+  // Writers are never removed while the job lives, so the list can be flushed without the lock.
+  std::vector<EventFileWriter*> writers;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [_, writer] : writers_) writers.push_back(writer.get());
+  }
   std::string errors;
-  for (auto& [_, w] : writers_) {
+  for (EventFileWriter* writer : writers) {
     try {
-      w->flush();
+      writer->flush();
     } catch (const std::exception& e) {
       errors += (errors.empty() ? "" : "; ") + std::string(e.what());
     }

@@ -1,8 +1,13 @@
 // TensorBoard event files: TFRecord framing with masked CRC-32C around serialized Event messages.
-// One writer per folder per job, shared by every hook that writes summaries.
+// One writer per folder per job, shared by every hook that writes summaries. A record costs the
+// calling thread one clock read, its encoding into a memory buffer and two uncontended locks; the
+// thread that writes (a writer thread per file, every few seconds or once the buffer is large; or
+// a flush, from any thread; or the end of the job) computes the checksums and puts it on disk.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -10,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace hookhost {
 
@@ -23,55 +29,97 @@ std::string frame_record(std::string_view data);
 
 // Serialized Event messages (the record payloads).
 std::string encode_file_version_event(double wall_time);
-std::string encode_scalar_event(double wall_time, int64_t step, const std::string& tag,
-                                float value);
+std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag, float value);
 std::string encode_session_log_event(double wall_time, int64_t step, int status,
-                                     const std::string& checkpoint_path);
+                                     std::string_view checkpoint_path);
 
 // Cuts `file` back to its last whole record (a crash in the middle of a write leaves a torn
 // tail, which would hide every record appended after it). Returns the bytes removed.
 uint64_t truncate_to_last_whole_record(const std::filesystem::path& file);
 
+// When buffered records go to disk.
+struct EventWriteSchedule {
+  // The writer thread writes at least this often while records wait (TensorFlow flushes every
+  // few seconds too): a killed process loses at most about this much.
+  std::chrono::milliseconds interval{5000};
+  // ... and as soon as this many bytes wait, so writes stay large but memory stays small.
+  std::size_t wake_bytes = 64 * 1024;
+  // A caller that finds this many bytes still waiting (a stalled disk) writes them itself, so
+  // memory stays bounded.
+  std::size_t max_buffered_bytes = 16 * 1024 * 1024;
+};
+
 class EventFileWriter {
  public:
   // Opens <dir>/events.out.tfevents.<seconds, 10 digits>.<hostname> for appending (creating `dir`
   // too; an existing file of that name, from a job restarted within the same second, is first cut
-  // back to its last whole record), and writes and flushes the file_version record. Throws
-  // std::runtime_error naming the file.
-  explicit EventFileWriter(const std::filesystem::path& dir);
+  // back to its last whole record), writes the file_version record at once, so readers see a
+  // valid file, and starts the writer thread. Throws std::runtime_error naming the file.
+  explicit EventFileWriter(const std::filesystem::path& dir, EventWriteSchedule schedule = {});
+  // Stops the writer thread and writes what is still buffered.
   ~EventFileWriter();
   EventFileWriter(const EventFileWriter&) = delete;
   EventFileWriter& operator=(const EventFileWriter&) = delete;
 
-  void add_scalar(int64_t step, const std::string& tag, float value);
-  void add_session_log(int64_t step, int status, const std::string& checkpoint_path);
-  // Writes what is buffered. A write that fails part-way (a full disk) is rolled back to the last
-  // whole record, so the file stays readable and later records land after good ones.
+  // Appends one record to the buffer. [thread-safe] A failure of an earlier background write is
+  // thrown here (once), and then this record is not appended.
+  void add_scalar(int64_t step, std::string_view tag, float value);
+  void add_session_log(int64_t step, int status, std::string_view checkpoint_path);
+  // Puts every record appended before the call on disk before it returns. [thread-safe] A write
+  // that fails part-way (a full disk) is rolled back to the last whole record, so the file stays
+  // readable and later records land after good ones; the failure (or one of the writer thread's)
+  // is thrown.
   void flush();
   const std::filesystem::path& file() const { return file_; }
 
  private:
-  static constexpr std::chrono::seconds kFlushInterval{5};
-  void write_record(const std::string& event);  // with mutex_ held
-  void flush_locked();
-  std::mutex mutex_;
-  std::chrono::steady_clock::time_point last_flush_{};
+  struct Encoder;  // reused Event messages: no allocation per record
+  void wake_or_write(std::unique_lock<std::mutex>& lock);
+  void throw_background_failure(std::unique_lock<std::mutex>& lock);
+  void write_buffered();  // takes io_mutex_, then the buffer; throws on a failed write
+  void run_writer_thread();
+
+  const EventWriteSchedule schedule_;
   std::filesystem::path file_;
+
+  // Guards what the calling threads touch: the buffer, the encoder and the thread's signals.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::unique_ptr<Encoder> encoder_;
+  std::string buffer_;               // framed records not yet taken by a write
+  bool wake_requested_ = false;      // buffer_ reached wake_bytes
+  bool stopping_ = false;            // the destructor runs
+  std::string background_failure_;  // the writer thread's last failed write, not yet reported
+
+  // Guards the file. Held for a whole write, so a flush that gets it knows every earlier write of
+  // taken records has finished.
+  std::mutex io_mutex_;
   int fd_ = -1;
   uint64_t good_size_ = 0;  // the file's size after its last whole record
-  std::string buffer_;
+  std::string writing_;     // the records being written (keeps its capacity for the next swap)
+
+  std::thread thread_;  // last: starts once everything above exists
 };
 
 // The writers of one job: one per folder, shared by every hook writing there (as TensorFlow's
 // writer cache). Owned by the runtime, so two jobs in one process never share one. [thread-safe]
 class EventWriters {
  public:
-  EventFileWriter& for_folder(const std::filesystem::path& dir);
+  // The writer of folder `dir`, created on first use. A spelling asked for before is found without
+  // touching the file system; a new one is resolved (the folder created, the path made canonical),
+  // so "tb", "tb/" and "tb/." share one writer.
+  EventFileWriter& for_folder(std::string_view dir);
+  EventFileWriter& for_folder(const std::filesystem::path& dir) {
+    return for_folder(std::string_view(dir.native()));
+  }
+  // Puts every record appended to any writer before the call on disk before it returns, without
+  // holding up callers appending meanwhile. [thread-safe] Throws the failures, joined.
   void flush_all();
 
  private:
   std::mutex mutex_;
-  std::map<std::filesystem::path, std::unique_ptr<EventFileWriter>> writers_;
+  std::map<std::filesystem::path, std::unique_ptr<EventFileWriter>> writers_;  // canonical folder
+  std::map<std::string, EventFileWriter*, std::less<>> by_spelling_;  // each folder text asked for
 };
 
 }  // namespace hookhost

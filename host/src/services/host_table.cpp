@@ -8,7 +8,7 @@
 
 namespace hookhost {
 
-thread_local const HostServices* t_current_call = nullptr;
+constinit thread_local const HostServices* t_current_call = nullptr;
 
 template <>
 HostTable& service_detail::service_for<HostTable>(HostServices& caller) {

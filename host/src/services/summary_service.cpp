@@ -5,16 +5,15 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "runtime/runtime_impl.hpp"
 #include "services.hpp"
 #include "services/event_writer.hpp"
 
 namespace hookhost {
-
-namespace fs = std::filesystem;
 
 template <>
 SummaryService& service_detail::service_for<SummaryService>(HostServices& caller) {
@@ -23,13 +22,18 @@ SummaryService& service_detail::service_for<SummaryService>(HostServices& caller
 
 namespace {
 
-// A folder argument: NULL or "" is the run directory; a relative path is taken from it.
-fs::path event_folder(const HostServices& caller, const char* dir) {
-  if (!dir || !*dir) return fs::path(caller.run_dir);
-  if (::strnlen(dir, HH_MAX_PATH_LENGTH + 1) > HH_MAX_PATH_LENGTH)
+// A folder argument as text: NULL or "" is the run directory; a relative path is taken from it.
+// The text only picks the writer (EventWriters resolves each new spelling once), so resolving it
+// here must not allocate per record: a relative one is built in a buffer kept by the thread.
+std::string_view event_folder(const HostServices& caller, const char* dir) {
+  if (!dir || !*dir) return caller.run_dir;
+  const std::size_t size = ::strnlen(dir, HH_MAX_PATH_LENGTH + 1);
+  if (size > HH_MAX_PATH_LENGTH)
     throw Misuse("dir is longer than " + std::to_string(HH_MAX_PATH_LENGTH) + " bytes");
-  const fs::path p(dir);
-  return (p.is_relative() ? fs::path(caller.run_dir) / p : p).lexically_normal();
+  if (dir[0] == '/') return std::string_view(dir, size);
+  thread_local std::string joined;
+  joined.assign(caller.run_dir).append("/").append(dir, size);
+  return joined;
 }
 
 // TensorBoard scalars are floats; a double beyond float's range becomes an infinity (a plain cast
@@ -45,17 +49,19 @@ float to_float(double value) {
 
 hh_status SummaryService::add_scalar(HostServices& caller, const char* dir, const char* tag,
                                      double value, int64_t step, hh_error*) {
-  const fs::path folder = event_folder(caller, dir);
+  const std::string_view folder = event_folder(caller, dir);
   if (!tag || !*tag) throw Misuse("tag is NULL or empty");
-  if (::strnlen(tag, HH_MAX_TAG_LENGTH + 1) > HH_MAX_TAG_LENGTH)
+  const std::size_t tag_size = ::strnlen(tag, HH_MAX_TAG_LENGTH + 1);
+  if (tag_size > HH_MAX_TAG_LENGTH)
     throw Misuse("tag is longer than " + std::to_string(HH_MAX_TAG_LENGTH) + " bytes");
-  caller.owner->event_writers.for_folder(folder).add_scalar(step, tag, to_float(value));
+  caller.owner->event_writers.for_folder(folder).add_scalar(
+      step, std::string_view(tag, tag_size), to_float(value));
   return HH_OK;
 }
 
 hh_status SummaryService::add_session_log(HostServices& caller, const char* dir, int32_t status,
                                           const char* checkpoint_path, int64_t step, hh_error*) {
-  const fs::path folder = event_folder(caller, dir);
+  const std::string_view folder = event_folder(caller, dir);
   if (status < HH_SESSION_LOG_START || status > HH_SESSION_LOG_CHECKPOINT)
     throw Misuse("status " + std::to_string(status) +
                  " is not one of HH_SESSION_LOG_START, _STOP, _CHECKPOINT");

@@ -15,8 +15,17 @@ struct DiscoveredPlugin {
   std::filesystem::path file;
   PluginMetadata metadata;
   // The process-wide calls (exit, fork, exec*, signal, sigaction, setenv, ...) the file imports,
-  // sorted; nullopt when its dynamic symbol table could not be read (unknown, not "none").
+  // sorted. Read only for the plugins named in DiscoveryOptions::imports_of; nullopt for the
+  // others, and when the file's dynamic symbol table could not be read (unknown, not "none").
   std::optional<std::vector<std::string>> process_wide_calls = std::nullopt;
+};
+
+// What discovery reads besides each file's note.
+struct DiscoveryOptions {
+  // Plugin ids whose process-wide imports are read too, from the file already opened for the
+  // note ('plugins describe', [run] untrusted = process). Listing needs none, and then only each
+  // file's ELF header, program headers and notes are read.
+  std::vector<std::string> imports_of;
 };
 
 struct RejectedFile {
@@ -47,6 +56,7 @@ struct DiscoveryResult {
 // earlier folder, then the first file name), a broken link or link loop, a FIFO, socket or device
 // (never opened), a folder named like a plugin. Ordinary sub-folders are skipped. A folder that
 // does not exist is reported as rejected and in missing_folders.
-DiscoveryResult discover_plugins(const std::vector<std::filesystem::path>& folders);
+DiscoveryResult discover_plugins(const std::vector<std::filesystem::path>& folders,
+                                 const DiscoveryOptions& options = {});
 
 }  // namespace hookhost

@@ -79,12 +79,22 @@ struct RunOutput {
   TensorMap values;  // the caller's fetches
 };
 
-// Calls and time spent in one callback of one hook.
+// Calls and time spent in one callback of one hook. `calls` counts every call; `total` and `max`
+// cover the `timed_calls` that were timed: every call of begin, after_create_session and end, and
+// of before_run and after_run those of one step in RuntimeOptions::time_every_n_steps.
 struct CallStats {
   uint64_t calls = 0;
   uint64_t failures = 0;
-  std::chrono::nanoseconds total{0};
-  std::chrono::nanoseconds max{0};
+  uint64_t timed_calls = 0;
+  std::chrono::nanoseconds total{0};  // of the timed calls
+  std::chrono::nanoseconds max{0};    // of the timed calls
+  // The mean of the timed calls, and the time all calls took estimated from it.
+  std::chrono::nanoseconds mean() const {
+    return timed_calls ? total / static_cast<int64_t>(timed_calls) : std::chrono::nanoseconds{0};
+  }
+  std::chrono::nanoseconds estimated_total() const {
+    return mean() * static_cast<int64_t>(calls);
+  }
 };
 
 struct HookReport {
@@ -113,6 +123,10 @@ struct RuntimeOptions {
   std::filesystem::path checkpoint_dir = "checkpoints";
   std::string checkpoint_basename = "model.ckpt";
   uint32_t keep_checkpoints = 5;
+  // before_run and after_run are timed on one step in this many (one clock read between hooks),
+  // so per-hook accounting costs next to nothing; 1 times every call (two clock reads each, as
+  // begin, after_create_session and end always are). A hook with a call_timeout is always timed.
+  uint32_t time_every_n_steps = 64;
 };
 
 struct WrittenCheckpoint {
@@ -162,12 +176,20 @@ class Runtime {
   // Asks the job to stop after the current step. [thread-safe]
   void request_stop(hh_stop_cause cause, const std::string& reason);
 
-  // Asks for a checkpoint of the workload and every hook's state, written at the next step
+  // Asks for a checkpoint of the workload and every hook's state, taken at the next step
   // boundary: after the current step's after_run phase, after the after_create_session phase, or
-  // after every end() -- never when the job failed. [thread-safe]
+  // after every end() -- never when the job failed. The state is copied there (the session's
+  // save_state and every hook's state) and the files are written by a background thread, one save
+  // at a time: a boundary that finds the previous save still in flight waits for it first. The
+  // logger is used from that thread too. close(), the destructor and a recovery wait until every
+  // save is on disk. [thread-safe]
   void request_checkpoint(const std::string& reason);
-  // The newest checkpoint this runtime wrote.
+  // The newest checkpoint this runtime has finished writing (a save in flight is not named until
+  // it is on disk; one that failed is logged and never named). [thread-safe]
   std::optional<WrittenCheckpoint> last_checkpoint() const;
+  // Returns once no save is in flight: every checkpoint taken at a boundary that has passed is
+  // then on disk, or was logged as failed. [thread-safe]
+  void wait_for_checkpoints();
 
   // Delivers end() to every hook exactly once and returns how the job ended. Idempotent.
   JobResult close();

@@ -1,0 +1,125 @@
+// End to end: the demo job (examples/demo.ini: linear regression on mtcars with the standard hooks
+// at their demo intervals) against the same job with no hook, as the hookhost program runs them.
+// Each job runs a short and a long length; the difference per extra step is the steady per-step
+// cost, free of start-up and end (loading plugins, the final checkpoint, flushing outputs).
+#include <benchmark/benchmark.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <hookhost/host/job.hpp>
+#include <string>
+#include <vector>
+
+#include "bench_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace hookhost;
+
+// The mtcars data has 32 rows; the demo's batch of 8 makes 4 steps an epoch.
+constexpr int64_t kStepsPerEpoch = 4;
+constexpr int64_t kShortSteps = 2000;
+constexpr int64_t kLongSteps = 22000;
+
+fs::path scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("hookhost-job-bench-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// One whole job of `steps` steps, with the demo's hooks or none; returns its wall time.
+double run_job_seconds(bool with_hooks, int64_t steps, int run) {
+  const fs::path run_dir = scratch_dir() / ("run-" + std::to_string(run));
+  fs::remove_all(run_dir);
+  std::vector<std::string> overrides{"run.run_dir=" + run_dir.string()};
+  std::optional<fs::path> file;
+  if (with_hooks) {
+    // The demo's stop hook ends the job; the data would last one epoch longer.
+    file = fs::path(HOOKHOST_SOURCE_DIR) / "examples" / "demo.ini";
+    overrides.push_back("workload.epochs=" + std::to_string(steps / kStepsPerEpoch + 1));
+    overrides.push_back("hook.stop.last_step=" + std::to_string(steps));
+  } else {
+    // The demo's workload, ended by its data.
+    for (const char* setting :
+         {"workload.name=linreg", "workload.batch_size=8", "workload.learning_rate=0.1"})
+      overrides.emplace_back(setting);
+    overrides.push_back("workload.epochs=" + std::to_string(steps / kStepsPerEpoch));
+  }
+  JobOptions options;
+  options.config = load_job_config(file, overrides);
+  options.logger =
+      std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
+  options.fresh = true;
+  const auto start = std::chrono::steady_clock::now();
+  Job job(std::move(options));
+  const std::atomic<int> no_signal{0};
+  const JobResult result = job.run(no_signal);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result.steps_run != steps)
+    throw std::runtime_error("the job ran " + std::to_string(result.steps_run) + " steps, not " +
+                             std::to_string(steps) + ": " + result.reason);
+  fs::remove_all(run_dir);
+  return seconds;
+}
+
+void BM_Job(benchmark::State& state) {
+  static int run = 0;
+  const bool with_hooks = state.range(0) != 0;
+  const int64_t steps = state.range(1);
+  for (auto _ : state) {
+    try {
+      state.SetIterationTime(run_job_seconds(with_hooks, steps, ++run));
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+      return;
+    }
+  }
+  state.counters["steps"] = static_cast<double>(steps);
+}
+BENCHMARK(BM_Job)
+    ->ArgNames({"hooks", "steps"})
+    ->Args({0, kShortSteps})
+    ->Args({0, kLongSteps})
+    ->Args({1, kShortSteps})
+    ->Args({1, kLongSteps})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+void report_goals(const hookhost::bench::TimesReporter& t) {
+  auto per_step = [&](int hooks) {
+    const std::string base = "BM_Job/hooks:" + std::to_string(hooks) + "/steps:";
+    const double short_ns = t.ns(base + std::to_string(kShortSteps) + "/iterations:1/manual_time");
+    const double long_ns = t.ns(base + std::to_string(kLongSteps) + "/iterations:1/manual_time");
+    return short_ns < 0 || long_ns < 0 ? -1.0 : (long_ns - short_ns) / (kLongSteps - kShortSteps);
+  };
+  const double bare = per_step(0);
+  const double demo = per_step(1);
+  if (bare < 0 || demo < 0) return;
+  std::printf("\njob: %.0f ns per step with the demo's hooks, %.0f ns with none\n", demo, bare);
+  hookhost::bench::report_goal("demo_hooks_ns_per_step", std::max(0.0, demo - bare), 1000);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  hookhost::bench::TimesReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  report_goals(reporter);
+  std::error_code ignored;
+  fs::remove_all(scratch_dir(), ignored);
+  return 0;
+}

@@ -1,0 +1,90 @@
+#include "runtime/checkpoint_writer.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <utility>
+
+namespace hookhost {
+namespace {
+
+// Blocks every signal but the ones a fault raises on the calling thread for its lifetime: a
+// thread started meanwhile inherits the mask, so SIGINT or SIGTERM meant for the job reaches a
+// thread that acts on it instead of interrupting a write.
+class AsyncSignalsBlocked {
+ public:
+  AsyncSignalsBlocked() {
+    sigset_t blocked;
+    sigfillset(&blocked);
+    for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+      sigdelset(&blocked, fault);
+    ::pthread_sigmask(SIG_BLOCK, &blocked, &previous_);
+  }
+  ~AsyncSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  AsyncSignalsBlocked(const AsyncSignalsBlocked&) = delete;
+  AsyncSignalsBlocked& operator=(const AsyncSignalsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+}  // namespace
+
+CheckpointWriter::CheckpointWriter(WriteFunction write) : write_(std::move(write)) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CheckpointWriter::submit(CheckpointSave&& save) {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return !in_flight_; });
+  if (!thread_.joinable()) {
+    AsyncSignalsBlocked blocked;
+    thread_ = std::thread([this] { run(); });  // throws before anything is handed over
+    ::pthread_setname_np(thread_.native_handle(), "hh-checkpoint");
+  }
+  in_flight_ = std::move(save);
+  lock.unlock();
+  work_.notify_one();
+}
+
+void CheckpointWriter::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return !in_flight_; });
+}
+
+bool CheckpointWriter::busy() const {
+  std::lock_guard lock(mutex_);
+  return in_flight_.has_value();
+}
+
+void CheckpointWriter::run() {
+  // Background work: a SCHED_BATCH thread does not preempt the training thread when it is woken
+  // with a save, it only takes its share of a free core. Failing to set it changes nothing else.
+  const sched_param batch{};
+  ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &batch);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_.wait(lock, [&] { return in_flight_ || stopping_; });
+    if (!in_flight_) return;  // stopping, and nothing left to write
+    {
+      // Taken out so the snapshot is freed before the save counts as done: a new snapshot is only
+      // taken once the previous one is gone.
+      const CheckpointSave save = std::move(*in_flight_);
+      lock.unlock();
+      write_(save);
+    }
+    lock.lock();
+    in_flight_.reset();
+    idle_.notify_all();
+  }
+}
+
+}  // namespace hookhost

@@ -1,0 +1,57 @@
+// Writes checkpoints on one background thread, so a save costs the training thread only the
+// snapshot of the state. At most one save is in flight; a new one waits for it (no queue, nothing
+// skipped). Format and policy: docs/checkpoint-format.md.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "services/checkpoint.hpp"
+
+namespace hookhost {
+
+// A snapshot taken at a step boundary, on its way to the disk.
+struct CheckpointSave {
+  Checkpoint checkpoint;
+  std::string reasons;  // who asked, for the log line
+};
+
+class CheckpointWriter {
+ public:
+  // `write` runs on the writer thread, one save at a time; it reports its own errors and must not
+  // throw.
+  using WriteFunction = std::function<void(const CheckpointSave&)>;
+
+  explicit CheckpointWriter(WriteFunction write);
+  // Finishes the save in flight, if any, then stops the thread. The owner must call wait_idle()
+  // before anything `write` uses goes away.
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Hands `save` to the writer thread (started on the first call) and returns at once, unless a
+  // save is still in flight: then it waits for that one to finish first. Throws std::system_error
+  // when the thread cannot start; `save` is then left as it was.
+  void submit(CheckpointSave&& save);
+  // Returns once no save is in flight. [thread-safe]
+  void wait_idle();
+  // True while a save is in flight. [thread-safe]
+  bool busy() const;
+
+ private:
+  void run();
+
+  WriteFunction write_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_;  // a save was handed over, or the writer is stopping
+  std::condition_variable idle_;  // the save in flight is done
+  std::optional<CheckpointSave> in_flight_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace hookhost

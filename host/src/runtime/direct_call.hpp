@@ -1,0 +1,29 @@
+// What a call into an in-process plugin returned, as the runtime reports it: shared by the
+// in-process dispatcher and the runtime's direct per-step calls, so both say the same words.
+#pragma once
+
+#include <exception>
+
+#include <hookhost/hook.h>
+
+#include "hookhost/host/hook_dispatch.hpp"
+
+namespace hookhost {
+
+// Ready for the next call: only the fields a plugin's failure fills are reset, not the 1 KiB
+// message buffer.
+inline void reset_error(hh_error& err) {
+  err.struct_size = HH_ERROR_SIZE;
+  err.code = 0;
+  err.message[0] = '\0';
+}
+
+// The result of a returned status: the plugin's message and code for HH_ERROR and
+// HH_ERROR_FATAL; an undefined status becomes HH_ERROR saying so.
+CallResult inprocess_result(hh_status status, const hh_error& err);
+
+// HH_ERROR for a C++ exception that escaped the plugin (`e` is null for one not derived from
+// std::exception).
+CallResult escaped_exception_result(const std::exception* e);
+
+}  // namespace hookhost

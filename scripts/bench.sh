@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The benchmark command: installs what is missing, makes a Release build of the benchmarks, runs
+# each one, and ends with one line per goal of the performance work:
+#   goal NAME measured=X limit=Y PASS      (or MISS)
+#   scripts/bench.sh                    every benchmark
+#   scripts/bench.sh dispatch_bench     some of them
+# HOOKHOST_BENCH_REPETITIONS=N runs each benchmark N times and keeps the median (default 3).
+# Timings drift 10-20 % on shared machines; bench/README.md says how to count instructions with
+# callgrind instead, which repeats exactly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+all=(dispatch_bench sandbox_bench checkpoint_bench record_bench job_bench discovery_bench)
+selected=("$@")
+[ ${#selected[@]} -gt 0 ] || selected=("${all[@]}")
+repetitions=${HOOKHOST_BENCH_REPETITIONS:-3}
+
+scripts/install-deps.sh
+echo "== building the benchmarks (Release) =="
+scripts/build.sh build-bench -DCMAKE_BUILD_TYPE=Release -DHOOKHOST_SANITIZE=OFF \
+  -DHOOKHOST_BUILD_BENCH=ON -DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_EXAMPLES=OFF
+
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+for bench in "${selected[@]}"; do
+  echo "== $bench =="
+  "build-bench/bin/$bench" --benchmark_repetitions="$repetitions" \
+    --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 | tee "$results/$bench.txt"
+done
+
+echo
+echo "== goals =="
+for bench in "${selected[@]}"; do grep '^goal ' "$results/$bench.txt" || true; done
+grep -q '^goal ' "$results"/*.txt || { echo "no goal lines were printed" >&2; exit 1; }
