@@ -105,15 +105,27 @@ std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, const std::st
   return rt;
 }
 
-const std::vector<std::string> kCallerFetches{"loss"};
+// The caller fetches nothing in the dispatch figures: a fetched value costs the workload an
+// allocation whose time varies with the heap's state by more than the hooks' cost.
+const std::vector<std::string> kCallerFetches;
+const std::vector<std::string> kCallerFetchesLoss{"loss"};
 
-// The workload's step alone, with the same fetch the runtime's caller asks for.
+// The workload's step alone, with the same fetches the runtime's caller asks for.
 void BM_SessionStepAlone(benchmark::State& state) {
   CountingSession session;
   const TensorMap feeds;
-  for (auto _ : state) benchmark::DoNotOptimize(session.run(kCallerFetches, feeds));
+  const auto& fetches = state.range(0) ? kCallerFetchesLoss : kCallerFetches;
+  for (auto _ : state) benchmark::DoNotOptimize(session.run(fetches, feeds));
 }
-BENCHMARK(BM_SessionStepAlone);
+BENCHMARK(BM_SessionStepAlone)->ArgName("fetch")->Arg(0)->Arg(1);
+
+// The runtime with no hook around a step whose caller fetches 'loss' (the value is moved out).
+void BM_RuntimeStepCallerFetch(benchmark::State& state) {
+  CountingSession session;
+  auto rt = make_runtime(session, 0, "bench_noop");
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run(kCallerFetchesLoss));
+}
+BENCHMARK(BM_RuntimeStepCallerFetch);
 
 // One runtime step with N no-op hooks (before_run and after_run each, default timing).
 void BM_RuntimeStep(benchmark::State& state) {
@@ -171,11 +183,16 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
   }
   if (const double idle = t.ns("BM_RuntimeStepIdleHooks/hooks:1000"); idle >= 0 && empty >= 0)
     hookhost::bench::report_goal("idle_hook_ns_per_step", std::max(0.0, (idle - empty) / 1000), 0.1);
-  if (const double alone = t.ns("BM_SessionStepAlone"); alone >= 0 && empty >= 0) {
+  if (const double alone = t.ns("BM_SessionStepAlone/fetch:0"); alone >= 0 && empty >= 0) {
     std::printf("empty runtime: %.1f ns per step around a workload step of %.1f ns\n", empty,
                 alone);
     hookhost::bench::report_goal("empty_runtime_ns_per_step", std::max(0.0, empty - alone), 10);
   }
+  const double alone_fetch = t.ns("BM_SessionStepAlone/fetch:1");
+  const double empty_fetch = t.ns("BM_RuntimeStepCallerFetch");
+  if (alone_fetch >= 0 && empty_fetch >= 0)
+    std::printf("empty runtime, the caller fetching 'loss': %.1f ns around a step of %.1f ns\n",
+                empty_fetch, alone_fetch);
   const double sampled = t.ns("BM_RuntimeStep/hooks:10");
   const double every = t.ns("BM_RuntimeStepEveryCallTimed/hooks:10");
   if (sampled >= 0 && every >= 0)

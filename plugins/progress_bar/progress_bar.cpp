@@ -128,7 +128,7 @@ class ProgressBar : public hookhost::Hook {
     std::string text = label_ + " " + std::to_string(step);
     if (total > 0) {
       const double fraction = std::clamp(static_cast<double>(step) / total, 0.0, 1.0);
-      text += "/" + std::to_string(total);
+      text.append("/").append(std::to_string(total));  // not "/" + ...: a GCC 12 -O3 false warning
       if (bar_) {
         const int filled = static_cast<int>(fraction * kBarWidth);
         std::string bar(kBarWidth, ' ');

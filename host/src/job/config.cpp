@@ -72,11 +72,15 @@ std::string section_problem(const std::string& section) {
   if (section.rfind("hook.", 0) == 0) {
     const std::string name = section.substr(5);
     if (name.empty()) return "[hook.] has no instance name: write [hook.NAME]";
+    // Appended, not "[" + text: GCC 12 at -O3 warns falsely (-Wrestrict) on that form.
+    std::string problem = "[";
     if (!valid_name(name))
-      return "[" + display_text(section) + "]: a hook instance name uses only " + kNameRule;
+      return problem.append(display_text(section)).append("]: a hook instance name uses only ") +
+             kNameRule;
     return {};
   }
-  return "unknown section [" + display_text(section) + "] (sections are " + kSections + ")";
+  std::string problem = "unknown section [";
+  return problem.append(display_text(section)).append("] (sections are ") + kSections + ")";
 }
 
 bool repeatable(const std::string& section, const std::string& key) {
