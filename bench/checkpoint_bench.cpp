@@ -109,6 +109,9 @@ void sizes_and_caches(benchmark::internal::Benchmark* b) {
   for (int64_t cold : {0, 1})
     for (int64_t bytes : {kMiB, 16 * kMiB}) b->Args({bytes, cold});
   b->UseRealTime();
+  // A fixed count: emptying the caches and waiting for each save's fsync happen outside the timed
+  // region, so a time-based count would run for minutes.
+  b->Iterations(40);
 }
 
 // ---- the floor ------------------------------------------------------------------------------
@@ -174,7 +177,7 @@ void BM_StepWithSaveEveryStep(benchmark::State& state) {
   }
   rt->close();
 }
-BENCHMARK(BM_StepWithSaveEveryStep)->ArgName("bytes")->Arg(kMiB)->UseRealTime();
+BENCHMARK(BM_StepWithSaveEveryStep)->ArgName("bytes")->Arg(kMiB)->UseRealTime()->Iterations(40);
 
 }  // namespace
 
@@ -189,8 +192,8 @@ int main(int argc, char** argv) {
   for (const int cold : {0, 1}) {
     for (const auto& [label, bytes] :
          std::vector<std::pair<std::string, int64_t>>{{"1mib", kMiB}, {"16mib", 16 * kMiB}}) {
-      const std::string args =
-          "/bytes:" + std::to_string(bytes) + "/cold:" + std::to_string(cold) + "/real_time";
+      const std::string args = "/bytes:" + std::to_string(bytes) + "/cold:" +
+                               std::to_string(cold) + "/iterations:40/real_time";
       const double floor = reporter.ns("BM_MemcpyFloor" + args);
       const double step = reporter.ns("BM_Step" + args);
       const double with_save = reporter.ns("BM_StepWithSave" + args);
