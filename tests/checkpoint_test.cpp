@@ -545,7 +545,8 @@ TEST(CheckpointWriter, DestroyingTheWriterFinishesTheSaveInFlight) {
 
 // The runtime's log, which a test can hold up: the first message containing `hold_on` blocks the
 // thread logging it until release(). It takes no lock while it holds a thread, so others go on
-// logging, and wait_for() lets the test wait for a message instead of for time.
+// logging, and wait_for() lets the test wait for a message (or for another thread to say it is
+// done) instead of for time.
 class HoldingSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
  public:
   explicit HoldingSink(std::string hold_on = "") : hold_on_(std::move(hold_on)) {}
@@ -553,9 +554,16 @@ class HoldingSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex>
   std::binary_semaphore held{0};  // released once a thread is held
   void release() { release_.release(); }
 
-  void wait_for(const std::string& what) {
+  // Returns once a message containing `what` was logged, or `done` holds (checked again whenever
+  // something is logged or wake() is called). True when the message came.
+  bool wait_for(const std::string& what, const std::atomic<bool>& done) {
     std::unique_lock lock(mutex_);
-    logged_.wait(lock, [&] { return text_.find(what) != std::string::npos; });
+    logged_.wait(lock, [&] { return text_.find(what) != std::string::npos || done; });
+    return text_.find(what) != std::string::npos;
+  }
+  void wake() {
+    { std::lock_guard lock(mutex_); }  // a waiter is either before its check or inside wait()
+    logged_.notify_all();
   }
   std::string text() const {
     std::lock_guard lock(mutex_);
@@ -644,9 +652,11 @@ TEST(CheckpointWriting, ASaveAskedForWhileAnotherIsBeingWrittenWaitsForItAndBoth
     job.runtime().request_checkpoint("second");
     job.runtime().run();  // its boundary finds the first save in flight
     second_returned = true;
+    job.sink->wake();
   });
   job.sink->held.acquire();
-  job.sink->wait_for("the checkpoint at global step 2 waits for the one being written");
+  EXPECT_TRUE(job.sink->wait_for("the checkpoint at global step 2 waits for the one being written",
+                                 second_returned));
   EXPECT_FALSE(second_returned);
   EXPECT_FALSE(fs::exists(job.file(2)));
   job.sink->release();
@@ -734,8 +744,9 @@ TEST(CheckpointWriting, CloseAndTheDestructorReturnOnlyOnceTheSaveInFlightIsDone
       else
         job.runtime().close();
       returned = true;
+      job.sink->wake();
     });
-    job.sink->wait_for("waiting for the checkpoint being written");
+    EXPECT_TRUE(job.sink->wait_for("waiting for the checkpoint being written", returned));
     EXPECT_FALSE(returned);
     EXPECT_FALSE(BackgroundSaves::drain(fifo).empty());
     ending.join();
