@@ -130,4 +130,14 @@ class TimesReporter : public benchmark::ConsoleReporter {
   std::map<std::string, bool> medians_;
 };
 
+// Runs the benchmarks the command line selects, reporting to `reporter`; false when the command
+// line has arguments Google Benchmark does not know (it has said which).
+inline bool run_benchmarks(int argc, char** argv, TimesReporter& reporter) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return false;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return true;
+}
+
 }  // namespace hookhost::bench

@@ -190,11 +190,8 @@ void register_comparisons() {
 
 int main(int argc, char** argv) {
   register_comparisons();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   hookhost::bench::TimesReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
   std::printf("\nStep-path cost of a save against a memcpy of the state (real time):\n");
   for (const int cold : {1, 0}) {

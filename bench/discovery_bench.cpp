@@ -298,12 +298,9 @@ LoadedMemory rss_around_loading() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const GeneratedPlugins& plugins = generated();
   hookhost::bench::TimesReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
+  const GeneratedPlugins& plugins = generated();
   bool measured_all = true;
 
   std::printf("\n");

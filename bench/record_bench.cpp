@@ -205,11 +205,8 @@ BENCHMARK(BM_RuntimeStepHistoryRow);
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   hookhost::bench::TimesReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
   // A record's whole cost on the calling thread is the service call.
   const double record = reporter.ns("BM_SummaryRecordThroughService");

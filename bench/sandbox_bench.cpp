@@ -300,11 +300,8 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   hookhost::bench::TimesReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
   report_goals(reporter);
   return 0;
 }

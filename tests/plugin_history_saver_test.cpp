@@ -238,24 +238,10 @@ TEST(HistorySaver, AKilledJobResumedFromItsCheckpointEndsWithTheRowsOfAnUninterr
   killed.session.end_at = 100;
   killed.add("history", "history_saver", with_path);
   killed.add("checkpoints", "checkpoint_saver", {{"save_steps", "10"}}, 100);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // The job dies mid-run: no end(), no destructor, nothing buffered is written.
-    try {
-      Runtime& runtime = killed.runtime();
-      if (!runtime.start()) ::_exit(2);
-      for (int i = 0; i < 12; ++i) runtime.run();
-      while (!runtime.last_checkpoint() || runtime.last_checkpoint()->global_step < 10)
-        std::this_thread::yield();  // the checkpoint of step 10 is on disk
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::raise(SIGKILL);
-    ::_exit(4);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  // The job dies mid-run after 12 steps, once the step-10 checkpoint is on disk: nothing
+  // buffered is written.
+  const int status = killed.run_and_die_after_checkpoint(12, 10);
+  ASSERT_NE(status, -1);
   ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
   // Whatever reached the file is whole rows, in order, a beginning of the uninterrupted history.

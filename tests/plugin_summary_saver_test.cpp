@@ -207,24 +207,9 @@ TEST(SummarySaver, AKilledJobKeepsEverySummaryWrittenBeforeItsLastCheckpoint) {
   h.session.end_at = 100;
   h.add("sums", "summary_saver", {{"save_steps", "1"}});
   h.add("checkpoints", "checkpoint_saver", {{"save_steps", "10"}}, 100);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // The job dies mid-run: no end(), no flush at the end, no destructor.
-    try {
-      Runtime& runtime = h.runtime();
-      if (!runtime.start()) ::_exit(2);
-      for (int i = 0; i < 13; ++i) runtime.run();
-      while (!runtime.last_checkpoint() || runtime.last_checkpoint()->global_step < 10)
-        std::this_thread::yield();
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::raise(SIGKILL);
-    ::_exit(4);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  // The job dies mid-run after 13 steps, once the step-10 checkpoint is on disk.
+  const int status = h.run_and_die_after_checkpoint(13, 10);
+  ASSERT_NE(status, -1);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
   const std::vector<fs::path> files = event_files(h.run_dir());
   ASSERT_THAT(files, SizeIs(1));

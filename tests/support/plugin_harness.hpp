@@ -3,8 +3,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/loader.hpp>
@@ -13,6 +16,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "scripted_session.hpp"
@@ -82,6 +86,30 @@ class PluginHarness {
   }
 
   JobResult run() { return runtime().run_to_end(); }
+
+  // A job that dies mid-run: a forked child starts the runtime, runs `steps` steps, waits until
+  // the checkpoint of `checkpoint_step` or a later one is on disk, then is killed by SIGKILL (no
+  // end(), no flush, no destructor). Returns the child's wait status; -1 when fork or waitpid
+  // failed.
+  int run_and_die_after_checkpoint(int steps, int64_t checkpoint_step) {
+    const pid_t child = ::fork();
+    if (child < 0) return -1;
+    if (child == 0) {
+      try {
+        if (!runtime().start()) ::_exit(2);
+        for (int i = 0; i < steps; ++i) runtime().run();
+        while (!runtime().last_checkpoint() ||
+               runtime().last_checkpoint()->global_step < checkpoint_step)
+          std::this_thread::yield();
+      } catch (...) {
+        ::_exit(3);
+      }
+      ::raise(SIGKILL);
+      ::_exit(4);
+    }
+    int status = 0;
+    return ::waitpid(child, &status, 0) == child ? status : -1;
+  }
 
   // Ends the runtime (end and destroy delivered) so files are closed.
   void finish() { runtime_.reset(); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <optional>
 
 #include <hookhost/hook.h>
 
@@ -25,5 +26,25 @@ CallResult inprocess_result(hh_status status, const hh_error& err);
 // HH_ERROR for a C++ exception that escaped the plugin (`e` is null for one not derived from
 // std::exception).
 CallResult escaped_exception_result(const std::exception* e);
+
+// Calls into an in-process plugin: `fn(&err)` with `err` reset first. A C++ exception that escapes
+// the plugin (the SDK never lets one, a hand-written C++ plugin might) is caught here, a second line
+// of defence; catching across the C boundary works with g++ in practice. Nothing when the call
+// returned HH_OK, else what it returned.
+template <typename Fn>
+std::optional<CallResult> call_inprocess(Fn&& fn, hh_error& err) {
+  reset_error(err);
+  hh_status status;
+  try {
+    status = fn(&err);
+  } catch (const std::exception& e) {
+    return escaped_exception_result(&e);
+  } catch (...) {
+    return escaped_exception_result(nullptr);
+  }
+  if (status == HH_OK) [[likely]]
+    return std::nullopt;
+  return inprocess_result(status, err);
+}
 
 }  // namespace hookhost

@@ -88,18 +88,8 @@ class InProcessDispatch final : public HookDispatch {
  private:
   template <typename Fn>
   CallResult call(Fn&& fn) {
-    reset_error(err_);
-    // Second line of defence: the SDK never lets an exception escape, but a hand-written C++
-    // plugin might. Catching across the C boundary works with g++ in practice.
-    hh_status status;
-    try {
-      status = fn(&err_);
-    } catch (const std::exception& e) {
-      return escaped_exception_result(&e);
-    } catch (...) {
-      return escaped_exception_result(nullptr);
-    }
-    return inprocess_result(status, err_);
+    std::optional<CallResult> failure = call_inprocess(fn, err_);
+    return failure ? std::move(*failure) : CallResult{};
   }
 
   hh_hook* hook_;

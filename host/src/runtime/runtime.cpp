@@ -191,7 +191,6 @@ struct Lifecycle {
     }
   };
 
-
   // Restores the thread's running call when a phase of per-step calls ends, however it ends:
   // direct calls set it per call and leave the restoring to the phase.
   struct PhaseCallScope {
@@ -221,27 +220,12 @@ struct Lifecycle {
     }
     t_current_call = slot.services.get();
     m.running_slot.store(&slot, std::memory_order_release);
-    hh_error& err = m.call_error;
-    reset_error(err);
-    hh_status status;
-    try {
-      status = direct(slot.direct_hook, &err);
-    } catch (const std::exception& e) {
-      m.running_slot.store(nullptr, std::memory_order_release);
-      result = escaped_exception_result(&e);
-      return false;
-    } catch (...) {
-      m.running_slot.store(nullptr, std::memory_order_release);
-      result = escaped_exception_result(nullptr);
-      return false;
-    }
+    result = call_inprocess([&](hh_error* err) { return direct(slot.direct_hook, err); },
+                            m.call_error);
     m.running_slot.store(nullptr, std::memory_order_release);
     ++slot.direct_calls[cb == Callback::before_run ? 0 : 1];
     if (kTimed) timer.record(slot.stats[static_cast<size_t>(cb)]);
-    if (status == HH_OK) [[likely]]
-      return true;
-    result = inprocess_result(status, err);
-    return false;
+    return !result;
   }
 
   void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {
