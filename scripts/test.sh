@@ -19,6 +19,9 @@ echo "== normal build =="
 scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOOKHOST_SANITIZE=OFF "${all_parts[@]}"
 ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
 
+echo "== the installed package, as a third-party author uses it =="
+scripts/install-check.sh build
+
 echo "== Unix Makefiles build (program and plugins only) =="
 HOOKHOST_GENERATOR="Unix Makefiles" scripts/build.sh build-make -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_BENCH=OFF -DHOOKHOST_BUILD_EXAMPLES=OFF

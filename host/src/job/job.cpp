@@ -21,6 +21,7 @@
 #include "job/signal_bridge.hpp"
 #include "plugins/trust.hpp"
 #include "sandbox/process_dispatch.hpp"
+#include "support/find_on_path.hpp"
 #include "services/checkpoint.hpp"
 #include "workloads/registry.hpp"
 
@@ -28,13 +29,20 @@ namespace hookhost {
 namespace fs = std::filesystem;
 
 fs::path builtin_plugin_dir() {
+  // <bin>/../lib/hookhost/plugins: the same layout in a build tree and in an installation, so no
+  // path is compiled in. An embedding program finds the installed hookhost program on PATH.
+  const auto plugins_beside = [](const fs::path& program) {
+    return program.parent_path() / ".." / "lib" / "hookhost" / "plugins";
+  };
   std::error_code ec;
-  fs::path exe_dir = boost::dll::program_location(ec).parent_path();
-  if (!ec) {
-    const fs::path candidate = exe_dir / ".." / "lib" / "hookhost" / "plugins";
-    if (fs::is_directory(candidate, ec)) return fs::weakly_canonical(candidate, ec);
+  const fs::path self = boost::dll::program_location(ec);
+  const fs::path first = ec ? fs::path("lib/hookhost/plugins") : plugins_beside(self);
+  if (fs::is_directory(first, ec)) return fs::weakly_canonical(first, ec);
+  if (const auto installed = find_on_path("hookhost")) {
+    const fs::path candidate = plugins_beside(fs::weakly_canonical(*installed, ec));
+    if (fs::is_directory(candidate, ec)) return candidate.lexically_normal();
   }
-  return HOOKHOST_DEFAULT_PLUGIN_DIR;
+  return first;
 }
 
 std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& first,

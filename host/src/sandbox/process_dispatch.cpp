@@ -14,6 +14,7 @@
 #include "runner_group.hpp"
 #include "runtime/create_verdict.hpp"
 #include "shared_values.hpp"
+#include "support/find_on_path.hpp"
 
 namespace hookhost {
 
@@ -394,9 +395,8 @@ fs::path find_runner_program(const SandboxOptions& options, std::string* tried) 
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) candidates.push_back(self.parent_path() / kRunnerName);
-#ifdef HOOKHOST_RUNNER_BUILD_DIR
-  candidates.push_back(fs::path(HOOKHOST_RUNNER_BUILD_DIR) / kRunnerName);
-#endif
+  // An embedding program is not installed beside the runner; the installed bin/ is on PATH.
+  if (const auto on_path = find_on_path(kRunnerName)) candidates.push_back(*on_path);
   std::string places;
   for (const fs::path& candidate : candidates) {
     if (is_executable(candidate)) return candidate;

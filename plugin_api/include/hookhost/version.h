@@ -26,10 +26,10 @@
 #define HH_ABI_MINOR 0
 
 /* The hookhost product version (host and SDK), independent of the ABI version. */
-#define HOOKHOST_VERSION_MAJOR 0
-#define HOOKHOST_VERSION_MINOR 2
+#define HOOKHOST_VERSION_MAJOR 1
+#define HOOKHOST_VERSION_MINOR 0
 #define HOOKHOST_VERSION_PATCH 0
-#define HOOKHOST_VERSION_STRING "0.2.0"
+#define HOOKHOST_VERSION_STRING "1.0.0"
 
 /* Size of a struct up to and including its last field. Not sizeof(): trailing padding must not make
  * an older producer appear to provide a field it does not know. */

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# What a third-party author gets: installs a built tree into a temporary prefix, moves the prefix
+# (an installation must be relocatable), and from there alone builds and runs what the installed
+# docs describe -- the C example with CMake and with plain make + pkg-config, the embedding example,
+# `hookhost new` projects in C++ and C (built, tested, run in `hookhost run`), and `hookhost check`
+# on every built-in plugin.
+#   scripts/install-check.sh [BUILD_DIR]     (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=$(cd "${1:-build}" && pwd)
+source_dir=$(pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+umask 022
+
+step() { echo "-- $*"; }
+
+step "cmake --install into a temporary prefix, then moved"
+cmake --install "$build_dir" --prefix "$work/staging" >/dev/null
+mv "$work/staging" "$work/prefix"
+prefix=$work/prefix
+export PATH="$prefix/bin:$PATH" PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+docs=$prefix/share/doc/hookhost
+
+step "no path of the checkout or the build in any installed file"
+if grep -rlF -e "$source_dir" -e "$build_dir" "$prefix"; then
+  echo "install-check: the files above name a path of this machine" >&2
+  exit 1
+fi
+
+step "the moved installation finds its plugins and runs a job"
+hookhost plugins list | grep -q "$prefix/lib/hookhost/plugins/stop_at_step.so"
+(cd "$work" && hookhost run --run-dir moved --set hook.stop.plugin=stop_at_step \
+  --set hook.stop.last_step=20 --log-level warn)
+
+step "examples/c_hook with find_package(hookhost) (default generator)"
+cmake -S "$docs/examples/c_hook" -B "$work/c_hook" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/c_hook" >/dev/null
+test -f "$work/c_hook/lr_warmup.so"
+
+step "examples/c_hook with plain cc and pkg-config hookhost-plugin"
+cc -std=c99 -pedantic -Wall -Wextra -Werror -O2 $(pkg-config --cflags hookhost-plugin) \
+  -o "$work/lr_warmup_pc.so" "$docs/examples/c_hook/lr_warmup.c" $(pkg-config --libs hookhost-plugin)
+hookhost plugins describe lr_warmup --plugin-dir "$work/c_hook" | grep -q target_lr
+
+step "examples/embed with find_package(hookhost COMPONENTS host) (Ninja)"
+cmake -S "$docs/examples/embed" -B "$work/embed" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/embed" >/dev/null
+"$work/embed/embed_example" | grep -q "stopped at global step 25"
+
+echo "install-check: the installed package works"
