@@ -46,6 +46,42 @@ hookhost plugins describe lr_warmup --plugin-dir "$work/c_hook" | grep -q target
 step "examples/embed with find_package(hookhost COMPONENTS host) (Ninja)"
 cmake -S "$docs/examples/embed" -B "$work/embed" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/embed" >/dev/null
-"$work/embed/embed_example" | grep -q "stopped at global step 25"
+"$work/embed/embed_example" 2>&1 | grep -q "stopped at global step 25"
+
+step "hookhost new (C++): CMake + find_package, its GoogleTest test, a job, a check"
+(cd "$work" && hookhost new guard_cpp --lang cpp >/dev/null)
+cmake -S "$work/guard_cpp" -B "$work/guard_cpp/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/guard_cpp/build" >/dev/null
+ctest --test-dir "$work/guard_cpp/build" --no-tests=error --output-on-failure >/dev/null
+(cd "$work" && hookhost run --config guard_cpp/guard_cpp.ini --log-level warn) |
+  grep -q "job stopped (hook 'guard_cpp': loss 7.79022 fell below stop_below 10)"
+hookhost check "$work/guard_cpp/build/guard_cpp.so" --set stop_below=10 >/dev/null
+
+step "hookhost new (C): make + pkg-config, its test, a job, a check"
+(cd "$work" && hookhost new guard_c --lang c >/dev/null)
+make -s -C "$work/guard_c" check >/dev/null
+(cd "$work" && hookhost run --config guard_c/guard_c.ini --log-level warn) |
+  grep -q "job stopped (hook 'guard_c': loss 7.79022 fell below stop_below 10)"
+hookhost check "$work/guard_c/guard_c.so" --set stop_below=10 >/dev/null
+
+step "hookhost check on every built-in plugin"
+for plugin in "$prefix"/lib/hookhost/plugins/*.so; do
+  id=$(basename "$plugin" .so)
+  case $id in  # required parameters, and one of each exclusive pair create() asks for
+    global_step_waiter) set=(--set wait_until_step=0) ;;
+    logging_tensor) set=(--set tensors=loss --set every_n_iter=1) ;;
+    loss_threshold) set=(--set threshold=0.001) ;;
+    stop_at_step) set=(--set num_steps=15) ;;
+    summary_saver) set=(--set save_steps=5) ;;
+    time_limit) set=(--set max_secs=1000) ;;
+    *) set=() ;;
+  esac
+  if ! out=$(hookhost check "$plugin" "${set[@]}" 2>&1); then
+    echo "$out" >&2
+    echo "install-check: hookhost check $id failed" >&2
+    exit 1
+  fi
+  echo "   $id: ${out##*$'\n'}"
+done
 
 echo "install-check: the installed package works"

@@ -17,6 +17,7 @@
 #include <iostream>
 #include "job/display_text.hpp"
 #include "job/signal_bridge.hpp"
+#include "new_command.hpp"
 #include "runtime/crash_blame.hpp"
 
 namespace po = boost::program_options;
@@ -36,6 +37,8 @@ Usage:
   hookhost run [--config FILE] [options]     run a training job with hooks
   hookhost plugins list [--plugin-dir DIR]   list the plugins found (runs no plugin code)
   hookhost plugins describe ID               show a plugin's parameters
+  hookhost check PLUGIN.so [--set K=V]...    check a plugin file: metadata, build, sandboxed runs
+  hookhost new NAME [--lang cpp|c]           start a plugin project (builds, tests, runs)
   hookhost COMMAND --help                    help on one command
   hookhost --version
 
@@ -332,6 +335,8 @@ int cmd_plugins(const std::vector<std::string>& args) {
 
 }  // namespace
 
+int cmd_check(const std::vector<std::string>& args);  // app/check_command.cpp
+
 int run_program(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -347,6 +352,8 @@ int run_program(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "run") return cmd_run(args);
   if (command == "plugins") return cmd_plugins(args);
+  if (command == "check") return cmd_check(args);
+  if (command == "new") return cmd_new(args);
   return usage_error("unknown command '" + command + "'", "");
 }
 

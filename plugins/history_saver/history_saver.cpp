@@ -434,6 +434,6 @@ class HistorySaver : public hookhost::Hook {
     "the oldest is this many seconds old when a row is recorded, or until end(); 0 appends each " \
     "row at once")
 
-HOOKHOST_PLUGIN(HistorySaver, "history_saver", "1.0.0",
+HOOKHOST_PLUGIN(HistorySaver, "history_saver", "1.1.0",
                 "Appends step, wall time and tensor values to a CSV history that survives resume",
                 HISTORY_SAVER_PARAMS)

@@ -143,6 +143,8 @@ bool is_identifier_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
+}  // namespace
+
 // The first of `keys` that `message` names as a whole word, e.g. "num_steps" in "invalid
 // num_steps=-3"; empty when none. Lets a plugin's refusal in create() point at the key's line.
 std::string key_named_in(const std::string& message,
@@ -217,6 +219,8 @@ void check_param_texts(const PluginMetadata& schema,
     }
   }
 }
+
+namespace {
 
 // Checks a hook's or the workload's parameters against `schema`; errors name the key's line.
 ResolvedParams resolve_checked(const PluginMetadata& schema, const std::string& instance,

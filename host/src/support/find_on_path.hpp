@@ -25,8 +25,7 @@ inline std::optional<std::filesystem::path> find_on_path(std::string_view name) 
       const std::filesystem::path candidate =
           std::filesystem::path(list.substr(start, colon - start)) / name;
       std::error_code ec;
-      if (std::filesystem::is_regular_file(candidate, ec) &&
-          ::access(candidate.c_str(), X_OK) == 0)
+      if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
         return candidate;
     }
     start = colon + 1;

@@ -22,6 +22,13 @@
 #ifndef HOOKHOST_HOOK_HPP
 #define HOOKHOST_HOOK_HPP
 
+// The SDK needs C++20 (std::span, ...): say so at once instead of failing deep inside this header.
+// GCC 12 and Clang 14 set __cplusplus to 202002L for -std=c++20 and -std=gnu++20, and higher for
+// later standards. (MSVC, which needs /Zc:__cplusplus for a true value, is not supported.)
+#if !defined(__cplusplus) || __cplusplus < 202002L
+#error "hookhost/hook.hpp (the hookhost C++ SDK) needs C++20: compile with -std=c++20 (CMake: set CMAKE_CXX_STANDARD to 20). A C plugin includes <hookhost/hookhost.h> instead, which needs only C99."
+#else
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -40,13 +47,16 @@
 namespace hookhost {
 
 // Thrown by a hook: the call fails with HH_ERROR and this message; the host applies on_error.
+// Thrown from the constructor (create), any exception refuses the instance: a configuration
+// error, and the job does not start.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // Thrown by a hook whose state is broken: the call fails with HH_ERROR_FATAL and the host
-// disables the instance.
+// disables the instance whatever its on_error (`stop` and `fail` still stop or fail the job).
+// Not derived from Error: catch (const Error&) does not catch it.
 class FatalError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -59,12 +69,14 @@ inline hh_error make_error() {
   return err;
 }
 
-// A read-only view of one tensor; valid only during the call that received it.
+// A read-only view of one tensor; valid only during the call that received it, and so is
+// everything it returns (name, shape, strides, string_at, raw).
 class TensorView {
  public:
   explicit TensorView(const hh_tensor& t) : t_(&t) {}
   std::string_view name() const { return t_->name; }
   hh_dtype dtype() const { return t_->dtype; }
+  // `rank` extents; empty for a scalar.
   std::span<const int64_t> shape() const { return {t_->shape, t_->rank}; }
   // Strides in elements; empty when the view is contiguous row-major.
   std::span<const int64_t> strides() const {
@@ -73,10 +85,14 @@ class TensorView {
   }
   hh_device device() const { return t_->device; }
   bool on_cpu() const { return t_->device.type == HH_DEVICE_CPU; }
+  // The number of elements (1 for a scalar).
   std::size_t size() const { return hh_tensor_element_count(t_); }
   bool is_numeric() const { return t_->dtype != HH_DTYPE_STRING; }
-  // Element i (row-major order, strides applied) of a numeric CPU tensor as a double.
+  // Element i (row-major order, strides applied) of a numeric CPU tensor as a double; 0 for a
+  // string tensor, for data not on the CPU and for i >= size(). Never throws.
   double at(std::size_t i) const { return hh_tensor_get_double(t_, i); }
+  // Element i of a string tensor, pointing into the host's data; empty for other dtypes and for
+  // i >= size().
   std::string_view string_at(std::size_t i) const {
     if (t_->dtype != HH_DTYPE_STRING || i >= size()) return {};
     const auto& s = static_cast<const hh_str*>(t_->data)[i];
@@ -88,21 +104,26 @@ class TensorView {
   const hh_tensor* t_;
 };
 
-// The values a hook fetched, as given to after_run.
+// The values given to after_run: exactly what this hook fetched in this step's before_run, in
+// the order asked. Valid only during that after_run.
 class RunValues {
  public:
   explicit RunValues(const hh_run_values& v) : v_(&v) {}
   std::size_t size() const { return v_->count; }
+  // Value i; i must be below size() (not checked).
   TensorView operator[](std::size_t i) const {
     return TensorView(*hh_run_value(v_, static_cast<uint32_t>(i)));
   }
+  // The value named `name`, or nullptr when this hook did not fetch it in this step.
   const hh_tensor* find(const std::string& name) const { return hh_find_value(v_, name.c_str()); }
+  // The value named `name`; throws Error when it is missing.
   TensorView get(const std::string& name) const {
     const hh_tensor* t = find(name);
     if (!t) throw Error("no fetched value named '" + name + "'");
     return TensorView(*t);
   }
-  // The first element of a numeric CPU tensor, as a double.
+  // The first element of a numeric CPU tensor, as a double. Throws Error when the value is
+  // missing, is a string tensor, has no elements or is not on the CPU.
   double scalar(const std::string& name) const {
     TensorView t = get(name);
     if (!t.is_numeric() || t.size() == 0) throw Error("'" + name + "' is not a numeric value");
@@ -114,17 +135,23 @@ class RunValues {
   const hh_run_values* v_;
 };
 
-// What before_run adds to the step. A rejected fetch or feed fails this hook's before_run.
+// What before_run adds to the step; usable only during that before_run, on its thread. A rejected
+// fetch or feed throws Error, and the host fails this before_run with its own message even when
+// the hook catches the exception.
 class RunRequest {
  public:
   explicit RunRequest(hh_run_request& r) : r_(&r) {}
+  // Asks for the tensor `name`; its value arrives in this hook's after_run.
   void fetch(const std::string& name) {
     if (r_->add_fetch(r_, name.c_str()) != HH_OK) throw Error("fetch of '" + name + "' rejected");
   }
+  // Replaces the tensor value.name for this step. The host checks the view and copies it, data
+  // included.
   void feed(const hh_tensor& value) {
     if (r_->add_feed(r_, &value) != HH_OK)
       throw Error(std::string("feed of '") + value.name + "' rejected");
   }
+  // Feeds a rank-0 tensor; T is float, double, int32_t or int64_t (deduced from the argument).
   template <typename T>
   void feed_scalar(const std::string& name, T value) {
     hh_tensor t;
@@ -153,12 +180,15 @@ class RunRequest {
   hh_run_request* r_;
 };
 
-// The host's services for this instance. Every call is thread-safe (any thread, from create()
-// until destroy); after end() the calls that change something are refused (host.h).
+// The host's services for this instance. Every call is thread-safe: any thread, from the hook's
+// constructor until its destructor returns, but never from the destructor itself (destroy must
+// not call the host; a thread the destructor joins may call it until joined). After end() the
+// calls that change something are refused (host.h): request_stop does nothing, save_state throws.
 class Host {
  public:
   explicit Host(const hh_host* h) : h_(h) {}
   std::string instance_name() const { return h_->instance_name(h_); }
+  // Writes to this instance's logger; level HH_LOG_TRACE..HH_LOG_ERROR (others are clamped).
   void log(int32_t level, std::string_view message) const {
     h_->log(h_, level, message.data(), message.size());
   }
@@ -167,8 +197,11 @@ class Host {
   void info(std::string_view m) const { log(HH_LOG_INFO, m); }
   void warn(std::string_view m) const { log(HH_LOG_WARN, m); }
   void error(std::string_view m) const { log(HH_LOG_ERROR, m); }
+  // The live global step; in after_run it already counts the step that just ran.
   int64_t global_step() const { return h_->global_step(h_); }
+  // Stops the job after the current step; the first request of the job wins.
   void request_stop(const std::string& reason) const { h_->request_stop(h_, reason.c_str()); }
+  // True once anyone (a hook, a signal, the embedding program) requested a stop.
   bool should_stop() const { return h_->should_stop(h_) != 0; }
   std::filesystem::path run_dir() const { return h_->run_dir(h_); }
   // A path parameter as the plugin should use it: relative paths are taken from run_dir(), the
@@ -189,12 +222,14 @@ class Host {
       throw Error("the host refused the state (" + std::to_string(bytes.size()) +
                   " bytes): larger than the job's state limit, or saved after end()");
   }
-  // State as key=value lines (keys without '=' or newlines; values without newlines).
+  // State as key=value lines, through save_state (throws the same way). Keys must not contain '='
+  // or newlines, values no newlines: this is not checked, and such a key or value corrupts the map.
   void save_state_map(const std::map<std::string, std::string>& values) const {
     std::string text;
     for (const auto& [k, v] : values) text += k + "=" + v + "\n";
     save_state(text);
   }
+  // The map saved with save_state_map, read through load_state; lines without '=' are skipped.
   std::map<std::string, std::string> load_state_map() const {
     std::map<std::string, std::string> out;
     const std::string text = load_state();
@@ -210,7 +245,7 @@ class Host {
     return out;
   }
   // The stored state (restored from a checkpoint, or saved last) when it has this plugin's state
-  // version; empty when there is none. A state of another version is logged and ignored: read it
+  // version; empty when there is none (or it is empty). Available from the constructor on. A state of another version is logged and ignored: read it
   // with load_state_any to convert it.
   std::string load_state() const {
     uint32_t version = 0;
@@ -240,6 +275,8 @@ class Host {
       // It grew between the two calls (a put from another thread): ask again.
     }
   }
+  // The host's optional service `id` (HH_SERVICE_CHECKPOINT, ...) as its C table, or nullptr when
+  // the host has none: check it and its struct_size. Call its functions with raw() as the host.
   template <typename Service>
   const Service* service(const char* id) const {
     return static_cast<const Service*>(h_->get_service(h_, id));
@@ -250,7 +287,8 @@ class Host {
   const hh_host* h_;
 };
 
-// Validated parameters, copied out of the create arguments.
+// Validated parameters, copied out of the create arguments. Each get_* throws Error when `name`
+// is not declared with that type, or is an OPTIONAL parameter that is not set (check has()).
 class Params {
  public:
   Params() = default;
@@ -268,6 +306,8 @@ class Params {
       values_.emplace(p.name, std::move(v));
     }
   }
+  // True when `name` is declared and set: false for an absent OPTIONAL parameter, and also for a
+  // name that is not declared at all.
   bool has(const std::string& name) const {
     auto it = values_.find(name);
     return it != values_.end() && it->second.is_set;
@@ -307,14 +347,20 @@ class Params {
   std::map<std::string, Value> values_;
 };
 
+// What create() passes to the hook's constructor, valid only during it: forward it to Hook(ctx),
+// which copies all three members.
 struct CreateContext {
   Host host;
   Params params;
   std::string instance_name;
 };
 
-// Base class of a C++ hook. Override what you need; each default does nothing.
+// Base class of a C++ hook. Override what you need; each default does nothing, and a callback
+// not overridden is never called (the C table keeps it NULL).
 // Throw hookhost::Error (or any exception) to fail a call, hookhost::FatalError to be disabled.
+// The derived constructor is create(): validate parameters there (an exception refuses the
+// configuration). The destructor is destroy(): join your threads, do not call host(), do not throw.
+// Calls on one instance never overlap, but may come from different threads.
 class Hook {
  public:
   explicit Hook(const CreateContext& ctx)
@@ -323,13 +369,19 @@ class Hook {
   Hook& operator=(const Hook&) = delete;
   virtual ~Hook() = default;
 
+  // Once, before the first session exists.
   virtual void begin() {}
+  // After every session creation: session.creation is 1, then 2, 3, ... after each recovery.
   virtual void after_create_session(const hh_session_info& /*session*/) {}
+  // Before each step: add fetches and feeds through `request`.
   virtual void before_run(const hh_run_context& /*context*/, RunRequest& /*request*/) {}
+  // After each step that completed: `values` holds exactly this hook's fetches of the step.
   virtual void after_run(const hh_run_context& /*context*/, const RunValues& /*values*/) {}
+  // Exactly once, last, also when the job failed: `info` says how it ended.
   virtual void end(const hh_end_info& /*info*/) {}
   // An optional interface this hook offers the host ("hh.<name>/N", see hookhost/ext/), or
-  // nullptr. Asked once, right after construction; the table must outlive the hook.
+  // nullptr. Asked once per id, right after construction; the table must stay valid until the
+  // destructor returns (use static storage). Its functions get the C hh_hook, not this object.
   virtual const void* extension(std::string_view /*id*/) const { return nullptr; }
 
  protected:
@@ -431,8 +483,11 @@ hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
 
 // Exports CLASS (derived from hookhost::Hook, constructible from const CreateContext&) as this
 // library's plugin. ID, VERSION and DESCRIPTION are string literals; PARAMS is an X-macro of
-// P(name, TYPE, FLAG, "default", "help") entries, or HH_NO_PARAMS. Use once per library.
+// P(name, TYPE, FLAG, "default", "help") entries, or HH_NO_PARAMS: TYPE is BOOL, INT, FLOAT,
+// STRING or STRING_LIST; FLAG is REQUIRED, DEFAULT (the default text applies) or OPTIONAL (may be
+// absent); the default is "" unless FLAG is DEFAULT. Use once per library, at global scope.
 #define HOOKHOST_PLUGIN(CLASS, ID, VERSION, DESCRIPTION, PARAMS) \
   HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS, &::hookhost::detail::create<CLASS>)
 
+#endif  // C++20
 #endif  // HOOKHOST_HOOK_HPP

@@ -31,6 +31,17 @@ std::vector<std::filesystem::path> plugin_search_path(
     const std::vector<std::filesystem::path>& first,
     const std::vector<std::filesystem::path>& config);
 
+// What the program refuses in a hook's parameter texts before resolve_params(), which lets these
+// through: integers beyond 64 bits, NaN and infinite floats, empty items in a list. Throws
+// ConfigError with the key (the caller adds where it came from).
+void check_param_texts(const PluginMetadata& schema,
+                       const std::multimap<std::string, std::string>& raw);
+
+// The first of `keys` that `message` names as a whole word ("num_steps" in "invalid
+// num_steps=-3"), or "": the key a plugin's refusal in create() is reported at.
+std::string key_named_in(const std::string& message,
+                         const std::multimap<std::string, std::string>& keys);
+
 struct JobOptions {
   JobConfig config;
   std::vector<std::filesystem::path> plugin_dirs;  // searched before the config's

@@ -1,4 +1,5 @@
-// TensorFlow's SecondOrStepTimer for hooks that act every N steps or every N seconds.
+// TensorFlow's SecondOrStepTimer for hooks that act every N steps or every N seconds. A plain
+// value without locks: use it from the hook's callbacks.
 #pragma once
 
 #include <chrono>
@@ -12,16 +13,22 @@ class StepTimer {
  public:
   using clock = std::chrono::steady_clock;
 
+  // A non-positive interval gives a timer that never triggers, like never().
   static StepTimer every_steps(int64_t steps) { return StepTimer(steps, 0.0); }
   static StepTimer every_secs(double secs) { return StepTimer(0, secs); }
   static StepTimer never() { return StepTimer(0, 0.0); }
 
-  // True if never triggered; false for the step last triggered; else whether the interval passed.
+  // Always false for a timer that never triggers. Otherwise: true before the first trigger; false
+  // for the step of the last trigger; else whether the interval (steps or seconds) has passed.
   bool should_trigger(int64_t step) const {
     if (never_) return false;
     if (!last_step_) return true;
     if (step == *last_step_) return false;
-    if (every_steps_ > 0) return step >= *last_step_ + every_steps_;
+    // Compared as a distance: last + every could overflow for a huge interval.
+    if (every_steps_ > 0)
+      return step > *last_step_ &&
+             static_cast<uint64_t>(step) - static_cast<uint64_t>(*last_step_) >=
+                 static_cast<uint64_t>(every_steps_);
     return std::chrono::duration<double>(clock::now() - last_time_).count() >= every_secs_;
   }
 
@@ -49,6 +56,7 @@ class StepTimer {
   }
 
   std::optional<int64_t> last_triggered_step() const { return last_step_; }
+  // Forgets the last trigger: should_trigger is true again, the next update returns nullopt.
   void reset() { last_step_.reset(); }
 
  private:

@@ -1,0 +1,71 @@
+// my_hook: watches one scalar tensor. Every `every_n_steps` steps it logs the value and the best
+// value so far; after the first step whose value falls below `stop_below` it asks the job to stop.
+// The best value is the hook's state: saved with every checkpoint, so a resumed job remembers it.
+#include <cmath>
+#include <cstdio>
+#include <hookhost/hook.hpp>
+#include <hookhost/sdk/text.hpp>
+#include <string>
+
+namespace {
+
+using hookhost::format_number;
+
+class MyHook : public hookhost::Hook {
+ public:
+  explicit MyHook(const hookhost::CreateContext& ctx)
+      : Hook(ctx),
+        tensor_(params().get_string("tensor")),
+        every_n_steps_(params().get_int("every_n_steps")),
+        stop_below_(params().has("stop_below") ? params().get_float("stop_below") : NAN) {
+    // The host has checked types and required parameters; ranges are the hook's to check. An
+    // error thrown here is a configuration error: the job does not start.
+    if (tensor_.empty()) throw hookhost::Error("'tensor' must name a tensor");
+    if (every_n_steps_ < 1) throw hookhost::Error("'every_n_steps' must be at least 1");
+    // A resumed job hands back the state saved with its checkpoint before the hook is created.
+    if (const std::string saved = host().load_state(); !saved.empty()) best_ = std::stod(saved);
+  }
+
+  void before_run(const hh_run_context&, hookhost::RunRequest& request) override {
+    request.fetch(tensor_);
+  }
+
+  void after_run(const hh_run_context&, const hookhost::RunValues& values) override {
+    const double value = values.scalar(tensor_);
+    const int64_t step = host().global_step();
+    if (value < best_) {
+      best_ = value;
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", best_);  // every digit, so it restores exactly
+      host().save_state(text);
+    }
+    if (step % every_n_steps_ == 0)
+      host().info(tensor_ + " = " + format_number(value) + " at step " + std::to_string(step) +
+                  " (best " + format_number(best_) + ")");
+    // A NaN never compares below: a diverging job is another hook's business (nan_tensor).
+    if (value < stop_below_) {
+      host().request_stop(tensor_ + " " + format_number(value) + " fell below stop_below " +
+                          format_number(stop_below_));
+    }
+  }
+
+ private:
+  std::string tensor_;
+  int64_t every_n_steps_;
+  double stop_below_;
+  double best_ = INFINITY;
+};
+
+}  // namespace
+
+// The parameters, read by `hookhost plugins describe` without loading the plugin:
+// P(name, type, flag, default, help) with type BOOL, INT, FLOAT, STRING or STRING_LIST and flag
+// DEFAULT (the default applies), REQUIRED or OPTIONAL (may be absent: params().has()).
+#define MY_HOOK_PARAMS(P)                                                            \
+  P(tensor, STRING, DEFAULT, "loss", "the scalar tensor to watch")                   \
+  P(every_n_steps, INT, DEFAULT, "10", "log the value every this many global steps") \
+  P(stop_below, FLOAT, OPTIONAL, "", "stop the job once the value falls below this")
+
+HOOKHOST_PLUGIN(MyHook, "my_hook", "0.1.0",
+                "Logs a scalar tensor with its best value and stops below a threshold",
+                MY_HOOK_PARAMS)
