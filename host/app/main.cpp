@@ -43,9 +43,10 @@ Usage:
   hookhost --version
 
 Examples:
-  hookhost run --config examples/demo.ini
+  hookhost run --config <prefix>/share/doc/hookhost/examples/demo.ini --run-dir demo
   hookhost run --set hook.stop.plugin=stop_at_step --set hook.stop.last_step=100
   hookhost plugins describe logging_tensor
+  hookhost new loss_guard && cat loss_guard/README.md
 
 Plugin folders are searched in this order: --plugin-dir, [run] plugin_dir in the config,
 HOOKHOST_PLUGIN_PATH (colon-separated), then the built-in plugins.
@@ -59,7 +60,7 @@ Exit status:
 
 const char* const kRunExamples = R"(
 Examples:
-  hookhost run --config examples/demo.ini
+  hookhost run --config <prefix>/share/doc/hookhost/examples/demo.ini --run-dir demo
   hookhost run -c job.ini --set hook.progress.every_n_secs=1 --set workload.epochs=5
   hookhost run -c job.ini --fresh            start over (the previous run is moved aside)
 
