@@ -8,6 +8,7 @@
 
 #include "check/check.hpp"
 #include "check/report.hpp"
+#include "command_line.hpp"
 #include "hookhost/host/params.hpp"
 #include "job/display_text.hpp"
 
@@ -15,9 +16,9 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitViolations = 1;
-constexpr int kExitUsage = 2;
+using hookhost::app::kExitOk;
+using hookhost::app::kExitUsage;
+constexpr int kExitViolations = hookhost::app::kExitFailed;
 
 const char* const kCheckAbout =
     R"help(Checks one plugin file for its author, or for an operator vetting it before enabling it.
@@ -64,8 +65,7 @@ Examples:
 )help";
 
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "hookhost: %s\nRun 'hookhost check --help' for usage.\n", message.c_str());
-  return kExitUsage;
+  return hookhost::app::usage_error(message, "check ");
 }
 
 int configuration_error(const std::string& message) {

@@ -15,6 +15,7 @@
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
 #include <iostream>
+#include "command_line.hpp"
 #include "job/display_text.hpp"
 #include "job/signal_bridge.hpp"
 #include "new_command.hpp"
@@ -23,12 +24,9 @@
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 using namespace hookhost;
+using namespace hookhost::app;
 
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
 
 const char* const kMainHelp =
     R"(hookhost )" HOOKHOST_VERSION_STRING R"( - a plugin host for training-loop hooks
@@ -121,12 +119,6 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
   return logger;
-}
-
-int usage_error(const std::string& message, const char* command) {
-  std::fprintf(stderr, "hookhost: %s\nRun 'hookhost %s--help' for usage.\n", message.c_str(),
-               command);
-  return kExitUsage;
 }
 
 std::vector<fs::path> to_paths(const std::vector<std::string>& v) {

@@ -15,16 +15,13 @@
 #include <string_view>
 #include <vector>
 
+#include "command_line.hpp"
 #include "project_templates.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
 
 const char* const kNewHelp = R"(
 NAME becomes the plugin id, the .so file's name and the prefix of its C identifiers: lowercase
@@ -43,9 +40,11 @@ Examples:
 Exit status: 0 written, 1 a file could not be written, 2 usage error (bad NAME, DIR not empty).
 )";
 
+using hookhost::app::kExitFailed;
+using hookhost::app::kExitOk;
+
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "hookhost: %s\nRun 'hookhost new --help' for usage.\n", message.c_str());
-  return kExitUsage;
+  return hookhost::app::usage_error(message, "new ");
 }
 
 std::string camel_case(const std::string& name) {
