@@ -74,6 +74,7 @@ for plugin in "$prefix"/lib/hookhost/plugins/*.so; do
     stop_at_step) set=(--set num_steps=15) ;;
     summary_saver) set=(--set save_steps=5) ;;
     time_limit) set=(--set max_secs=1000) ;;
+    python_hook) set=(--set module=hookhost --set class=SessionRunHook) ;;
     *) set=() ;;
   esac
   if ! out=$(hookhost check "$plugin" "${set[@]}" 2>&1); then

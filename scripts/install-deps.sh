@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev
   libdlpack-dev
   libssl-dev
+  pybind11-dev python3-dev python3-numpy
 )
 
 missing=()

@@ -179,6 +179,7 @@ const std::map<std::string, std::vector<std::string>> kBuiltinSettings = {
     {"stop_at_step", {"--set", "num_steps=15"}},
     {"summary_saver", {"--set", "save_steps=5"}},
     {"time_limit", {"--set", "max_secs=1000"}},
+    {"python_hook", {"--set", "module=hookhost", "--set", "class=SessionRunHook"}},
 };
 
 class CheckTest : public ::testing::Test {

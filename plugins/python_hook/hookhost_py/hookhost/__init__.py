@@ -1,0 +1,463 @@
+"""hookhost: TensorFlow 1.x's SessionRunHook API for hooks run by hookhost's python_hook plugin.
+
+A class written against tf.train.SessionRunHook runs with its import changed to
+``import hookhost as tf`` (``hookhost.train`` holds the same names as ``tf.train``), or
+``import hookhost`` and ``hookhost.SessionRunHook``. Any object with the methods works.
+
+The names starting with ``_`` are the bridge's side of the plugin, not part of the API.
+"""
+
+import collections
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import sys
+import threading
+import traceback
+import types
+
+import numpy as np
+
+__all__ = [
+    "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
+    "session_run_hook", "global_step", "run_dir", "train",
+]
+
+
+class SessionRunHook:
+    """TF's base class: every method does nothing."""
+
+    def begin(self):
+        pass
+
+    def after_create_session(self, session, coord):
+        pass
+
+    def before_run(self, run_context):
+        return None
+
+    def after_run(self, run_context, run_values):
+        pass
+
+    def end(self, session):
+        pass
+
+
+class SessionRunArgs(collections.namedtuple("SessionRunArgs", ["fetches", "feed_dict", "options"])):
+    """What before_run returns: fetches (a name or any nesting of lists, tuples and dicts of
+    names), feed_dict (name -> number or array), options (accepted, unused)."""
+
+    def __new__(cls, fetches, feed_dict=None, options=None):
+        return super().__new__(cls, fetches, feed_dict, options)
+
+
+class SessionRunValues(collections.namedtuple("SessionRunValues",
+                                              ["results", "options", "run_metadata"])):
+    """What after_run gets: results has the structure of the fetches."""
+
+
+class SessionRunContext:
+    """Given to before_run and after_run of one step."""
+
+    def __init__(self, original_args, session, stop_requested=False):
+        self._original_args = original_args
+        self._session = session
+        self._stop_requested = bool(stop_requested)
+        self._stop_asked = False
+
+    @property
+    def original_args(self):
+        return self._original_args
+
+    @property
+    def session(self):
+        return self._session
+
+    @property
+    def stop_requested(self):
+        return self._stop_requested or self._stop_asked
+
+    def request_stop(self):
+        self._stop_asked = True
+
+
+class _FunctionHook(SessionRunHook):
+    def __init__(self, functions):
+        for name, fn in functions.items():
+            if fn is not None:
+                setattr(self, name, fn)
+
+
+def session_run_hook(begin=None, after_create_session=None, before_run=None, after_run=None,
+                     end=None):
+    """A hook from functions, as R tfestimators' session_run_hook()."""
+    return _FunctionHook(dict(begin=begin, after_create_session=after_create_session,
+                              before_run=before_run, after_run=after_run, end=end))
+
+
+train = types.SimpleNamespace(
+    SessionRunHook=SessionRunHook, SessionRunArgs=SessionRunArgs,
+    SessionRunContext=SessionRunContext, SessionRunValues=SessionRunValues)
+
+# ---- the bridge ------------------------------------------------------------------------------
+
+_local = threading.local()  # .instance: the _Instance whose call runs on this thread
+
+
+def global_step():
+    """The live global step of the job (in after_run it already counts the step that ran)."""
+    inst = getattr(_local, "instance", None)
+    return inst._global_step if inst is not None else 0
+
+
+def run_dir():
+    """The job's run directory."""
+    inst = getattr(_local, "instance", None)
+    return inst._run_dir if inst is not None else ""
+
+
+class _Session:
+    """The session given to after_create_session and end. There is no graph: no run()."""
+
+    def __init__(self, creation=0, global_step=0, outcome=None, reason=None):
+        self.creation = creation
+        self.global_step = global_step
+        self.outcome = outcome
+        self.reason = reason
+
+    def __repr__(self):
+        return "hookhost session(creation=%r, global_step=%r, outcome=%r)" % (
+            self.creation, self.global_step, self.outcome)
+
+
+class _Coordinator:
+    def __init__(self, context):
+        self._context = context
+
+    def request_stop(self, ex=None):
+        self._context.request_stop()
+
+    def should_stop(self):
+        return self._context.stop_requested
+
+
+class _StreamToLog:
+    """sys.stdout / sys.stderr: inside a hook call, complete lines go to the instance's logger."""
+
+    def __init__(self, original, level):
+        self._original = original
+        self._level = level
+
+    def write(self, text):
+        inst = getattr(_local, "instance", None)
+        if inst is None:
+            return self._original.write(text) if self._original is not None else len(text)
+        inst._partial[self._level] += text
+        *lines, rest = inst._partial[self._level].split("\n")
+        inst._partial[self._level] = rest
+        for line in lines:
+            inst._logs.append((self._level, line))
+        return len(text)
+
+    def flush(self):
+        if self._original is not None and getattr(_local, "instance", None) is None:
+            self._original.flush()
+
+    def isatty(self):
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._original, name)
+
+
+class _LogHandler(logging.Handler):
+    def emit(self, record):
+        inst = getattr(_local, "instance", None)
+        if inst is None:
+            return
+        if record.levelno >= logging.ERROR:
+            level = "error"
+        elif record.levelno >= logging.WARNING:
+            level = "warn"
+        elif record.levelno >= logging.INFO:
+            level = "info"
+        else:
+            level = "debug"
+        try:
+            inst._logs.append((level, self.format(record)))
+        except Exception:
+            self.handleError(record)
+
+
+def _install_streams():
+    if not isinstance(sys.stdout, _StreamToLog):
+        sys.stdout = _StreamToLog(sys.stdout, "info")
+    if not isinstance(sys.stderr, _StreamToLog):
+        sys.stderr = _StreamToLog(sys.stderr, "warn")
+    root = logging.getLogger()
+    if not any(isinstance(h, _LogHandler) for h in root.handlers):
+        handler = _LogHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        root.addHandler(handler)
+        if root.level == logging.WARNING:  # the default: let the host's log level filter
+            root.setLevel(logging.DEBUG)
+
+
+class _ConfigError(Exception):
+    """A create() failure; the message names the parameter."""
+
+
+def _describe(exc, frames=5, skip=0):
+    """'Type: message' and the last frames of the traceback, without the bridge's own frames."""
+    tb = exc.__traceback__
+    for _ in range(skip):
+        if tb is not None:
+            tb = tb.tb_next
+    text = "%s: %s" % (type(exc).__name__, exc)
+    stack = traceback.format_tb(tb)[-frames:] if tb is not None else []
+    if stack:
+        text += "\nTraceback (most recent call last, last %d frames):\n%s" % (
+            len(stack), "".join(stack).rstrip("\n"))
+    return text
+
+
+_script_count = 0
+
+
+def _load_script(path):
+    global _script_count
+    if not os.path.isfile(path):
+        raise _ConfigError("script: no such file %s (a relative path is taken from the working "
+                           "directory, %s)" % (path, os.getcwd()))
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # so the script imports the modules beside it
+    _script_count += 1
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise _ConfigError("script: syntax error in %s, line %s: %s%s" % (
+            e.filename, e.lineno, e.msg,
+            ("\n    " + e.text.strip()) if e.text else "")) from None
+    except BaseException as e:
+        raise _ConfigError("script: importing %s failed: %s" % (path, _describe(e, skip=1))) from None
+    sys.modules[name] = module
+    return module
+
+
+def _create(instance_name, script, module_name, class_name, args_json, python_path, run_dir_text,
+            state_json):
+    """Called by the plugin's create(); returns an _Instance or raises _ConfigError."""
+    _install_streams()
+    for folder in reversed(python_path):
+        folder = os.path.abspath(folder)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        args = json.loads(args_json)
+    except ValueError as e:
+        raise _ConfigError("args: not valid JSON: %s" % e) from None
+    if not isinstance(args, dict):
+        raise _ConfigError("args: must be a JSON object of keyword arguments, not %s" %
+                           type(args).__name__)
+    if script:
+        source = os.path.abspath(script)
+        module = _load_script(source)
+    else:
+        source = module_name
+        try:
+            module = importlib.import_module(module_name)
+        except SyntaxError as e:
+            raise _ConfigError("module: syntax error in %s, line %s: %s" % (
+                e.filename, e.lineno, e.msg)) from None
+        except BaseException as e:
+            raise _ConfigError("module: importing %s failed: %s" % (
+                module_name, _describe(e, skip=1))) from None
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise _ConfigError("class: %s defines no '%s'" % (source, class_name))
+    if not callable(cls):
+        raise _ConfigError("class: '%s' in %s is not callable" % (class_name, source))
+    inst = _Instance(instance_name, class_name, run_dir_text)
+    _local.instance = inst
+    try:
+        hook = cls(**args)
+    except BaseException as e:
+        raise _ConfigError("args: %s(**%s) failed: %s" % (class_name, args_json.strip(),
+                                                          _describe(e, skip=1))) from None
+    finally:
+        _local.instance = None
+    inst._hook = hook
+    if state_json:
+        loader = getattr(hook, "load_state_dict", None)
+        if loader is None:
+            inst._logs.append(("warn", "ignoring the saved state: %s has no load_state_dict"
+                               % class_name))
+        else:
+            _local.instance = inst
+            try:
+                loader(json.loads(state_json))
+            except BaseException as e:
+                raise _ConfigError("state: %s.load_state_dict failed: %s" % (
+                    class_name, _describe(e, skip=1))) from None
+            finally:
+                _local.instance = None
+    return inst
+
+
+def _flatten(fetches, names):
+    """The names in a fetch structure, in order (each once)."""
+    if isinstance(fetches, str):
+        if fetches not in names:
+            names.append(fetches)
+    elif isinstance(fetches, dict):
+        for value in fetches.values():
+            _flatten(value, names)
+    elif isinstance(fetches, (list, tuple)):
+        for value in fetches:
+            _flatten(value, names)
+    elif fetches is not None:
+        raise TypeError("fetches must be tensor names (str), or lists, tuples and dicts of them; "
+                        "got %s" % type(fetches).__name__)
+    return names
+
+
+def _rebuild(fetches, values):
+    if fetches is None:
+        return None
+    if isinstance(fetches, str):
+        return values[fetches]
+    if isinstance(fetches, dict):
+        return type(fetches)((k, _rebuild(v, values)) for k, v in fetches.items())
+    if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):  # a namedtuple
+        return type(fetches)(*(_rebuild(v, values) for v in fetches))
+    if isinstance(fetches, tuple):
+        return tuple(_rebuild(v, values) for v in fetches)
+    return [_rebuild(v, values) for v in fetches]
+
+
+# Feed dtypes: numpy's name -> hookhost's HH_DTYPE_* code.
+_FEED_DTYPES = {"float32": 1, "float64": 2, "int32": 3, "int64": 4, "uint8": 5, "bool": 6,
+                "float16": 8, "int8": 10, "int16": 11}
+
+
+def _feed(name, value):
+    if not isinstance(name, str):
+        raise TypeError("feed_dict keys must be tensor names (str), got %s" % type(name).__name__)
+    array = np.ascontiguousarray(value)
+    code = _FEED_DTYPES.get(array.dtype.name)
+    if code is None:
+        raise TypeError("feed_dict['%s']: dtype %s cannot be fed (use one of %s)" % (
+            name, array.dtype.name, ", ".join(sorted(_FEED_DTYPES))))
+    return (name, code, tuple(int(d) for d in array.shape), array.tobytes())
+
+
+class _Instance:
+    """One hook object and what the plugin reads back after each call."""
+
+    def __init__(self, instance_name, class_name, run_dir_text):
+        self._name = instance_name
+        self._class_name = class_name
+        self._run_dir = run_dir_text
+        self._global_step = 0
+        self._hook = None
+        self._logs = []
+        self._partial = {"info": "", "warn": ""}
+        self._fetches = None
+        self._context = None
+        self._stop_by = None
+
+    # Each call returns (error text or None, stop reason or None, log lines, payload).
+    def _call(self, callback, global_step, fn, *args):
+        self._global_step = global_step
+        method = getattr(self._hook, callback, None)
+        payload = None
+        error = None
+        self._stop_by = None
+        _local.instance = self
+        try:
+            if method is not None:
+                payload = fn(method, *args)
+        except BaseException as e:  # SystemExit and KeyboardInterrupt too: this call's error
+            error = _describe(e, skip=2)
+        finally:
+            _local.instance = None
+            for level, rest in self._partial.items():
+                if rest:
+                    self._logs.append((level, rest))
+                    self._partial[level] = ""
+        logs, self._logs = self._logs, []
+        stop = None
+        if self._stop_by is not None:
+            stop = "%s.%s called request_stop() at global step %d" % (
+                self._class_name, self._stop_by, global_step)
+        return (error, stop, logs, payload if error is None else None)
+
+    def begin(self, step):
+        return self._call("begin", step, lambda m: m())
+
+    def after_create_session(self, step, creation):
+        def run(method):
+            context = SessionRunContext(None, None)
+            method(_Session(creation, step), _Coordinator(context))
+            if context._stop_asked:
+                self._stop_by = "after_create_session"
+        return self._call("after_create_session", step, run)
+
+    def before_run(self, step, stop_requested):
+        self._fetches = None
+        self._context = SessionRunContext(SessionRunArgs(None), _Session(0, step), stop_requested)
+
+        def run(method):
+            args = method(self._context)
+            if self._context._stop_asked:
+                self._stop_by = "before_run"
+            if args is None:
+                return ([], [])
+            if not isinstance(args, SessionRunArgs) and not hasattr(args, "fetches"):
+                raise TypeError("before_run must return None or SessionRunArgs, not %s"
+                                % type(args).__name__)
+            names = _flatten(args.fetches, [])
+            feeds = [_feed(k, v) for k, v in (args.feed_dict or {}).items()]
+            self._fetches = args.fetches
+            self._context._original_args = args
+            return (names, feeds)
+
+        return self._call("before_run", step, run)
+
+    def after_run(self, step, stop_requested, values):
+        context = self._context or SessionRunContext(SessionRunArgs(None), None)
+        context._stop_requested = bool(stop_requested)
+        context._stop_asked = False
+
+        def run(method):
+            results = _rebuild(self._fetches, values)
+            method(context, SessionRunValues(results, None, None))
+            if context._stop_asked:
+                self._stop_by = "after_run"
+
+        result = self._call("after_run", step, run)
+        self._context = None
+        return result
+
+    def end(self, step, outcome, reason):
+        return self._call("end", step, lambda m: m(_Session(0, step, outcome, reason)))
+
+    def state_json(self):
+        """The hook's state_dict() as JSON, or None when it has none."""
+        getter = getattr(self._hook, "state_dict", None)
+        if getter is None:
+            return None
+        _local.instance = self
+        try:
+            return json.dumps(getter(), allow_nan=True)
+        except BaseException as e:
+            raise RuntimeError("%s.state_dict() failed: %s" % (self._class_name,
+                                                              _describe(e, skip=1))) from None
+        finally:
+            _local.instance = None

@@ -1,0 +1,317 @@
+// The python_hook bridge plugin driven through the real runtime with <hookhost/testing.hpp>: each
+// test writes a small Python hook into a temporary folder and runs the built python_hook.so on it.
+// Not under AddressSanitizer: the plugin is not built there (CPython's allocations make
+// LeakSanitizer report the interpreter), so these tests skip themselves.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <hookhost/testing.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using hookhost::Callback;
+using hookhost::Outcome;
+using hookhost::testing::HookTest;
+using hookhost::testing::RunResult;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Names = std::vector<std::string>;
+
+const char* const kPlugin = HOOKHOST_BUILTIN_DIR "/python_hook.so";
+
+class PythonHook : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "python_hook is not built with HOOKHOST_SANITIZE (CPython is leak-noisy)";
+#endif
+    static int counter = 0;
+    dir_ = fs::temp_directory_path() /
+           ("python_hook_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Writes `source` as NAME.py and returns a harness for class `class_name` in it.
+  HookTest hook(const std::string& name, const std::string& source,
+                const std::string& class_name = "Hook", const std::string& instance = "py") {
+    const fs::path file = dir_ / (name + ".py");
+    std::ofstream(file) << source;
+    HookTest t(kPlugin, instance);
+    t.set("script", file.string()).set("class", class_name);
+    return t;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(PythonHook, CallsEveryMethodInTensorFlowsOrder) {
+  HookTest t = hook("order", R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):
+    def begin(self): print("begin")
+    def after_create_session(self, session, coord): print("created", session.creation)
+    def before_run(self, run_context): print("before", hookhost.global_step())
+    def after_run(self, run_context, run_values): print("after", hookhost.global_step())
+    def end(self, session): print("end")
+)");
+  t.steps(2);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  // before_run@3 is the attempt that meets the end of the data: no after_run follows it.
+  EXPECT_THAT(run.trace(),
+              ElementsAre("begin", "after_create_session", "before_run@1", "after_run@1",
+                          "before_run@2", "after_run@2", "before_run@3", "end"));
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("begin", "created 1", "before 0", "after 1",
+                                                 "before 1", "after 2", "before 2", "end"));
+}
+
+TEST_F(PythonHook, ResultsHaveTheStructureOfTheFetches) {
+  HookTest t = hook("fetches", R"(
+import hookhost
+class Hook:  # duck typing: no base class, only the methods it needs
+    def before_run(self, run_context):
+        return hookhost.SessionRunArgs({"a": ["loss", "global_step"], "w": ("weights",)})
+    def after_run(self, run_context, run_values):
+        r = run_values.results
+        print(type(r).__name__, type(r["a"]).__name__, type(r["w"]).__name__,
+              "%.3f" % r["a"][0], int(r["a"][1]), r["a"][1].shape, r["w"][0].tolist(),
+              r["w"][0].dtype, r["w"][0].flags.writeable)
+)");
+  t.steps(2);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  EXPECT_EQ(run.fetched(2), (Names{"loss", "global_step", "weights"}));
+  EXPECT_THAT(run.log_lines("info"),
+              Contains("dict list tuple 0.500 2 () [1.0, 2.0, 3.0] float32 False"));
+}
+
+TEST_F(PythonHook, FeedDictReachesTheWorkload) {
+  HookTest t = hook("feeds", R"(
+import hookhost, numpy as np
+class Hook(hookhost.SessionRunHook):
+    def before_run(self, run_context):
+        return hookhost.SessionRunArgs("learning_rate",
+                                       feed_dict={"learning_rate": np.float32(0.25)})
+    def after_run(self, run_context, run_values):
+        print("lr", float(run_values.results))
+)");
+  t.steps(1);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  EXPECT_EQ(run.fed(1).count("learning_rate"), 1u);
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("lr 0.25"));
+}
+
+TEST_F(PythonHook, RequestStopInAfterRunStopsTheJob) {
+  HookTest t = hook("stop_after", R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):
+    def before_run(self, run_context): return hookhost.SessionRunArgs("loss")
+    def after_run(self, run_context, run_values):
+        if run_values.results < 0.3: run_context.request_stop()
+)");
+  t.steps(10);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::stopped) << run.log_text();
+  EXPECT_TRUE(run.stopped_by_hook);
+  EXPECT_EQ(run.global_step, 4);  // 1/4 is the first loss below 0.3
+  EXPECT_THAT(run.hook_stop_reason, HasSubstr("Hook.after_run called request_stop()"));
+}
+
+TEST_F(PythonHook, RequestStopInBeforeRunEndsTheJobAfterThatStep) {
+  HookTest t = hook("stop_before", R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):
+    def before_run(self, run_context):
+        if hookhost.global_step() == 2: run_context.request_stop()
+    def after_run(self, run_context, run_values):
+        print("after", hookhost.global_step(), run_context.stop_requested)
+)");
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::stopped) << run.log_text();
+  EXPECT_TRUE(run.stopped_by_hook);
+  EXPECT_EQ(run.global_step, 3);
+  EXPECT_THAT(run.hook_stop_reason, HasSubstr("Hook.before_run called request_stop()"));
+  EXPECT_THAT(run.log_lines("info"), Contains("after 3 True"));
+}
+
+TEST_F(PythonHook, RecoveryCallsAfterCreateSessionAgain) {
+  HookTest t = hook("recovery", R"(
+class Hook:
+    def after_create_session(self, session, coord):
+        print("created", session.creation, "at", session.global_step)
+)");
+  t.steps(5).recoverable_error_at(3);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("created 1 at 0", "created 2 at 2"));
+}
+
+TEST_F(PythonHook, EndReadsTheOutcome) {
+  HookTest t = hook("end", R"(
+class Hook:
+    def end(self, session): print("end", session.outcome, session.reason, session.global_step)
+)");
+  t.steps(3).stop_requested_at(2, "enough");
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::stopped) << run.log_text();
+  ASSERT_EQ(run.log_lines("info").size(), 1u) << run.log_text();
+  EXPECT_THAT(run.log_lines("info")[0], AllOf(HasSubstr("end stopped"), HasSubstr("enough")));
+}
+
+TEST_F(PythonHook, AnExceptionFailsTheCallWithItsTraceback) {
+  HookTest t = hook("raises", R"(
+def check(value):
+    raise ValueError("bad value %d" % value)
+class Hook:
+    def after_run(self, run_context, run_values):
+        check(7)
+)");
+  const RunResult run = t.run();
+  ASSERT_TRUE(run.failure) << run.log_text();
+  EXPECT_EQ(run.failure->callback, Callback::after_run);
+  EXPECT_THAT(run.failure->message,
+              AllOf(HasSubstr("ValueError: bad value 7"), HasSubstr("Traceback"),
+                    HasSubstr("raises.py\", line 3, in check"), HasSubstr("in after_run")));
+  EXPECT_TRUE(run.disabled);  // on_error = disable, as for a native hook
+}
+
+TEST_F(PythonHook, SysExitAndKeyboardInterruptAreTheCallsErrors) {
+  HookTest t = hook("exits", R"(
+import sys
+class Hook:
+    def before_run(self, run_context): raise KeyboardInterrupt()
+    def after_run(self, run_context, run_values): sys.exit(3)
+)");
+  t.on_error(hookhost::FailurePolicy::keep_going);
+  t.steps(2);
+  const RunResult run = t.run();
+  // The process is still here, and the job ran to its end.
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  ASSERT_TRUE(run.failure);
+  EXPECT_THAT(run.failure->message, HasSubstr("KeyboardInterrupt"));
+  std::vector<std::string> messages;
+  for (const auto& call : run.calls)
+    if (call.status != HH_OK) messages.push_back(call.name() + " " + call.message.substr(0, 13));
+  EXPECT_THAT(messages, Contains("after_run@1 SystemExit: 3"));
+}
+
+TEST_F(PythonHook, ASyntaxErrorIsAConfigurationErrorWithFileAndLine) {
+  HookTest t = hook("broken", "class Hook:\n    def begin(self):\n        x = = 1\n");
+  const std::string error = t.configuration_error();
+  EXPECT_THAT(error, AllOf(HasSubstr("script: syntax error in"), HasSubstr("broken.py, line 3")));
+}
+
+TEST_F(PythonHook, AWrongPathAMissingClassAndWrongArgsAreConfigurationErrors) {
+  HookTest missing(kPlugin);
+  missing.set("script", (dir_ / "nowhere.py").string()).set("class", "Hook");
+  EXPECT_THAT(missing.configuration_error(),
+              AllOf(HasSubstr("script: no such file"), HasSubstr("nowhere.py")));
+
+  HookTest no_class = hook("no_class", "class Other: pass\n");
+  EXPECT_THAT(no_class.configuration_error(), HasSubstr("class: "));
+  EXPECT_THAT(no_class.configuration_error(), HasSubstr("defines no 'Hook'"));
+
+  HookTest bad_args = hook("bad_args", "class Hook:\n    def __init__(self, threshold): pass\n");
+  bad_args.set("args", R"({"treshold": 1})");
+  EXPECT_THAT(bad_args.configuration_error(),
+              AllOf(HasSubstr("args: Hook(**"), HasSubstr("unexpected keyword argument")));
+
+  HookTest both = hook("both", "class Hook: pass\n");
+  both.set("module", "json");
+  EXPECT_THAT(both.configuration_error(), HasSubstr("give only one of 'script' and 'module'"));
+}
+
+TEST_F(PythonHook, StateDictIsSavedAsJsonAndRestoredOnResume) {
+  const std::string source = R"(
+class Hook:
+    def __init__(self): self.count = 0
+    def after_run(self, run_context, run_values): self.count += 1
+    def end(self, session): print("count", self.count)
+    def state_dict(self): return {"count": self.count}
+    def load_state_dict(self, state): self.count = state["count"]
+)";
+  HookTest first = hook("stateful", source);
+  first.steps(4);
+  const RunResult run1 = first.run();
+  EXPECT_EQ(run1.state_bytes(), R"({"count": 4})") << run1.log_text();
+
+  HookTest second = hook("stateful", source);
+  second.steps(6).resume_from(run1);
+  const RunResult run2 = second.run();
+  EXPECT_EQ(run2.global_step, 6) << run2.log_text();
+  EXPECT_THAT(run2.log_lines("info"), ElementsAre("count 6"));
+}
+
+TEST_F(PythonHook, TwoInstancesOfOneClassKeepTheirOwnArguments) {
+  const std::string source = R"(
+import logging
+class Hook:
+    def __init__(self, tag, scale=1):
+        self.tag, self.scale = tag, scale
+    def begin(self):
+        logging.getLogger("tagged").warning("%s %d", self.tag, self.scale * 2)
+)";
+  HookTest a = hook("tagged", source, "Hook", "first");
+  a.set("args", R"({"tag": "a"})").steps(1);
+  HookTest b = hook("tagged", source, "Hook", "second");
+  b.set("args", R"({"tag": "b", "scale": 21})").steps(1);
+  const RunResult run_a = a.run();
+  const RunResult run_b = b.run();
+  EXPECT_THAT(run_a.log_lines("warn"), ElementsAre("tagged: a 2")) << run_a.log_text();
+  EXPECT_THAT(run_b.log_lines("warn"), ElementsAre("tagged: b 42")) << run_b.log_text();
+}
+
+TEST_F(PythonHook, ValuesKeptAcrossStepsStayValidAndReadOnly) {
+  HookTest t = hook("keeps", R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):
+    def __init__(self): self.kept = []
+    def before_run(self, run_context): return hookhost.SessionRunArgs(["loss", "weights"])
+    def after_run(self, run_context, run_values):
+        self.kept.append(run_values.results)
+        try:
+            run_values.results[1][0] = 5
+            print("writable")
+        except ValueError:
+            pass
+    def end(self, session):
+        print(["%.3f" % l for l, w in self.kept], [w.tolist() for l, w in self.kept][-1])
+)");
+  t.steps(4).value("weights", [](int64_t step) {
+    return hookhost::testing::Value(std::vector<float>(3, static_cast<float>(step)));
+  });
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  EXPECT_THAT(run.log_lines("info"),
+              ElementsAre("['1.000', '0.500', '0.333', '0.250'] [4.0, 4.0, 4.0]"));
+}
+
+TEST_F(PythonHook, AFunctionBasedHookFromAModule) {
+  std::ofstream(dir_ / "fn_hooks.py") << R"(
+import hookhost
+def make(every):
+    def after_run(run_context, run_values):
+        if hookhost.global_step() % every == 0: print("step", hookhost.global_step())
+    return hookhost.session_run_hook(after_run=after_run)
+)";
+  HookTest t(kPlugin);
+  t.set("module", "fn_hooks").set("python_path", dir_.string()).set("class", "make");
+  t.set("args", R"({"every": 2})").steps(4);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("step 2", "step 4"));
+}
+
+}  // namespace
