@@ -314,4 +314,51 @@ def make(every):
   EXPECT_THAT(run.log_lines("info"), ElementsAre("step 2", "step 4"));
 }
 
+// The example files in examples/python/ run as their comments say.
+class PythonHookExample : public PythonHook {
+ protected:
+  static HookTest example(const std::string& file, const std::string& class_name) {
+    HookTest t(kPlugin, "example");
+    t.set("script", (fs::path(HOOKHOST_SOURCE_DIR) / "examples" / "python" / file).string());
+    t.set("class", class_name);
+    return t;
+  }
+};
+
+TEST_F(PythonHookExample, TheFunctionBasedHookPrintsTheLossEveryNSteps) {
+  HookTest t = example("function_hook.py", "make_hook");
+  t.set("args", R"({"every": 2})").steps(4);
+  const RunResult run = t.run();
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("step 2: loss 0.5000", "step 4: loss 0.2500"))
+      << run.log_text();
+}
+
+TEST_F(PythonHookExample, TheDictFetchHookGetsTheStructureItAskedFor) {
+  HookTest t = example("dict_fetch_hook.py", "ModelLogger");
+  t.set("args", R"({"every": 2})").steps(2).value("bias", 0.5f);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.fetched(2), (Names{"loss", "global_step", "weights", "bias"})) << run.log_text();
+  EXPECT_THAT(run.log_lines("info"),
+              ElementsAre("step 2: loss 0.5000, weights [1.000, 2.000, 3.000], bias 0.500"));
+}
+
+TEST_F(PythonHookExample, TheStatefulHookStopsAfterItsPatienceAndResumesCounting) {
+  // The loss improves until step 3, then stays at 1.
+  const auto loss = [](int64_t step) { return step <= 3 ? 1.0 / static_cast<double>(step) : 1.0; };
+  HookTest first = example("stateful_hook.py", "PatienceStop");
+  first.set("args", R"({"patience": 2})").steps(10).value("loss", loss);
+  const RunResult stopped = first.run();
+  EXPECT_EQ(stopped.outcome, Outcome::stopped) << stopped.log_text();
+  EXPECT_EQ(stopped.global_step, 5);
+  EXPECT_THAT(stopped.log_lines("info"), ElementsAre("no improvement for 2 steps (best 0.3333)"));
+  EXPECT_THAT(stopped.state_bytes(), HasSubstr(R"("waited": 2)"));
+
+  // Resumed with more patience, it goes on counting from 2 rather than from 0.
+  HookTest resumed = example("stateful_hook.py", "PatienceStop");
+  resumed.set("args", R"({"patience": 4})").steps(20).value("loss", 1.0).resume_from(stopped);
+  const RunResult run = resumed.run();
+  EXPECT_EQ(run.global_step, 7) << run.log_text();
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("no improvement for 4 steps (best 0.3333)"));
+}
+
 }  // namespace
