@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(dispatch_bench sandbox_bench checkpoint_bench record_bench job_bench discovery_bench)
+all=(dispatch_bench sandbox_bench checkpoint_bench record_bench job_bench discovery_bench
+  python_bench)
 selected=("$@")
 [ ${#selected[@]} -gt 0 ] || selected=("${all[@]}")
 repetitions=${HOOKHOST_BENCH_REPETITIONS:-3}
@@ -24,6 +25,10 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 for bench in "${selected[@]}"; do
   echo "== $bench =="
+  if [ ! -x "build-bench/bin/$bench" ]; then  # python_bench exists only where python_hook is built
+    echo "$bench was not built" | tee "$results/$bench.txt"
+    continue
+  fi
   "build-bench/bin/$bench" --benchmark_repetitions="$repetitions" \
     --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 | tee "$results/$bench.txt"
 done
