@@ -130,6 +130,19 @@ class TimesReporter : public benchmark::ConsoleReporter {
   std::map<std::string, bool> medians_;
 };
 
+// The values goal: a step's cost is flat in the size of what a hook fetches. Compares the
+// benchmarks `<fetch>/bytes:67108864<suffix>` and `<fetch>/bytes:4<suffix>` when both ran.
+inline void report_values_goal(const TimesReporter& t, const std::string& label,
+                               const std::string& fetch, const std::string& suffix,
+                               const std::string& goal) {
+  const double small = t.ns(fetch + "/bytes:4" + suffix);
+  const double large = t.ns(fetch + "/bytes:67108864" + suffix);
+  if (small <= 0 || large < 0) return;
+  std::printf("%s: a step fetching 64 MiB takes %.1f ns, one fetching 4 B %.1f ns\n", label.c_str(),
+              large, small);
+  report_goal(goal, large / small, 1.5);
+}
+
 // Runs the benchmarks the command line selects, reporting to `reporter`; false when the command
 // line has arguments Google Benchmark does not know (it has said which).
 inline bool run_benchmarks(int argc, char** argv, TimesReporter& reporter) {

@@ -93,7 +93,8 @@ std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, const std::st
                                       const std::string& fetch = "",
                                       RuntimeOptions options = quiet_options()) {
   auto rt = std::make_unique<Runtime>(session, std::move(options));
-  auto plugin = plugin_id == "bench_noop" ? noop_plugin() : hookhost::bench::bench_plugin(plugin_id);
+  auto plugin =
+      plugin_id == "bench_noop" ? noop_plugin() : hookhost::bench::bench_plugin(plugin_id);
   for (int i = 0; i < hooks; ++i) {
     std::multimap<std::string, std::string> raw;
     if (!fetch.empty()) raw.emplace("fetch", fetch);
@@ -178,11 +179,12 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
     if (step < 0 || floor < 0 || empty < 0) continue;
     std::printf("dispatch: %s hooks add %.1f ns per step; their calls alone take %.1f ns\n",
                 n.c_str(), step - empty, floor);
-    hookhost::bench::report_goal("dispatch_" + n + "_hooks_x_indirect_calls", (step - empty) / floor,
-                                 1.5);
+    hookhost::bench::report_goal("dispatch_" + n + "_hooks_x_indirect_calls",
+                                 (step - empty) / floor, 1.5);
   }
   if (const double idle = t.ns("BM_RuntimeStepIdleHooks/hooks:1000"); idle >= 0 && empty >= 0)
-    hookhost::bench::report_goal("idle_hook_ns_per_step", std::max(0.0, (idle - empty) / 1000), 0.1);
+    hookhost::bench::report_goal("idle_hook_ns_per_step", std::max(0.0, (idle - empty) / 1000),
+                                 0.1);
   if (const double alone = t.ns("BM_SessionStepAlone/fetch:0"); alone >= 0 && empty >= 0) {
     std::printf("empty runtime: %.1f ns per step around a workload step of %.1f ns\n", empty,
                 alone);
@@ -198,13 +200,8 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
   if (sampled >= 0 && every >= 0)
     std::printf("full per-call timing: %.1f ns more per hook call than sampled timing\n",
                 (every - sampled) / 20);
-  const double small = t.ns("BM_RuntimeStepFetch/bytes:4");
-  const double large = t.ns("BM_RuntimeStepFetch/bytes:67108864");
-  if (small > 0 && large >= 0) {
-    std::printf("values: a step fetching 64 MiB takes %.1f ns, one fetching 4 B %.1f ns\n", large,
-                small);
-    hookhost::bench::report_goal("values_inprocess_64mib_x_4b", large / small, 1.5);
-  }
+  hookhost::bench::report_values_goal(t, "values", "BM_RuntimeStepFetch", "",
+                                      "values_inprocess_64mib_x_4b");
 }
 
 }  // namespace

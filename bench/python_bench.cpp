@@ -201,13 +201,8 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
         bridge, bridge - empty, empty, floor);
     hookhost::bench::report_goal("python_call", (bridge - empty) / floor, 2.0);
   }
-  const double small = t.ns("BM_RuntimeStepPythonFetch/bytes:4");
-  const double large = t.ns("BM_RuntimeStepPythonFetch/bytes:67108864");
-  if (small > 0 && large >= 0) {
-    std::printf("python values: a step fetching 64 MiB takes %.1f ns, one fetching 4 B %.1f ns\n",
-                large, small);
-    hookhost::bench::report_goal("python_values", large / small, 1.5);
-  }
+  hookhost::bench::report_values_goal(t, "python values", "BM_RuntimeStepPythonFetch", "",
+                                      "python_values");
 }
 
 }  // namespace

@@ -288,13 +288,8 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
     std::printf("sandbox: one no-op call %.0f ns, the raw ping-pong %.0f ns\n", call, floor);
     hookhost::bench::report_goal("sandbox_call_x_pingpong", call / floor, 2.0);
   }
-  const double small = t.ns("BM_SandboxedStepFetch/bytes:4/real_time");
-  const double large = t.ns("BM_SandboxedStepFetch/bytes:67108864/real_time");
-  if (small > 0 && large >= 0) {
-    std::printf("sandbox values: a step fetching 64 MiB takes %.0f ns, one fetching 4 B %.0f ns\n",
-                large, small);
-    hookhost::bench::report_goal("values_sandbox_64mib_x_4b", large / small, 1.5);
-  }
+  hookhost::bench::report_values_goal(t, "sandbox values", "BM_SandboxedStepFetch", "/real_time",
+                                      "values_sandbox_64mib_x_4b");
 }
 
 }  // namespace

@@ -50,14 +50,8 @@ std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& first,
   std::vector<fs::path> dirs = first;
   dirs.insert(dirs.end(), config.begin(), config.end());
   if (const char* env = std::getenv("HOOKHOST_PLUGIN_PATH")) {
-    std::string list = env;
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t colon = list.find(':', start);
-      if (colon == std::string::npos) colon = list.size();
-      if (colon > start) dirs.emplace_back(list.substr(start, colon - start));
-      start = colon + 1;
-    }
+    const std::vector<fs::path> listed = split_folder_list(env);
+    dirs.insert(dirs.end(), listed.begin(), listed.end());
   }
   dirs.push_back(builtin_plugin_dir());
   std::vector<fs::path> unique;
