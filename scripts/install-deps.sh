@@ -13,6 +13,7 @@ packages=(
   libdlpack-dev
   libssl-dev
   pybind11-dev python3-dev python3-numpy
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

@@ -14,6 +14,7 @@
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
+#include <hookhost/host/mpi.hpp>
 #include <iostream>
 #include "command_line.hpp"
 #include "job/display_text.hpp"
@@ -109,16 +110,43 @@ class EscapedMessage : public spdlog::custom_flag_formatter {
   }
 };
 
-std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
+// `rank_tag` ("rank 1 ") tells the processes of a distributed job apart in the launcher's merged
+// output.
+std::shared_ptr<spdlog::logger> make_logger(const std::string& level,
+                                            const std::string& rank_tag = {}) {
   auto logger = std::make_shared<spdlog::logger>(
       "hookhost", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<EscapedMessage>('*').set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %*");
+  formatter->add_flag<EscapedMessage>('*').set_pattern("[%H:%M:%S.%e] " + rank_tag +
+                                                       "[%n] [%^%l%$] %*");
   logger->set_formatter(std::move(formatter));
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
   return logger;
+}
+
+// A job started by mpirun must say it is distributed, and one that says so must be started by
+// mpirun: either mistake would run N unrelated copies of the job, or wait for processes that do
+// not exist.
+void check_launcher(const JobConfig& config) {
+  const std::optional<std::string> launcher = mpi_launcher_evidence();
+  const std::string where = config.distributed_source
+                                ? config.distributed_source->describe() + ": [run] distributed: "
+                                : std::string();
+  if (config.distributed == Distribution::mpi && !launcher)
+    throw ConfigError(where +
+                          "the job is distributed = mpi, but this program was not started by an "
+                          "MPI launcher: run it as 'mpirun -np N hookhost run ...', or remove "
+                          "distributed = mpi to run one process",
+                      "distributed");
+  if (config.distributed == Distribution::none && launcher)
+    throw ConfigError(
+        "this program was started by an MPI launcher (" + *launcher +
+            "), but the job does not say it is distributed: add 'distributed = mpi' to [run] (or "
+            "--set run.distributed=mpi) so the processes work as one job, or run it without "
+            "mpirun",
+        "distributed");
 }
 
 std::vector<fs::path> to_paths(const std::vector<std::string>& v) {
@@ -159,14 +187,25 @@ int cmd_run(const std::vector<std::string>& args) {
     overrides.push_back("run.log_level=" + vm["log-level"].as<std::string>());
 
   std::shared_ptr<spdlog::logger> logger;
+  std::unique_ptr<MpiEnvironment> mpi;  // declared first: MPI ends after everything else
+  std::shared_ptr<Communicator> communicator;
   std::unique_ptr<Job> job;
   std::unique_ptr<SignalBridge> bridge;  // declared after the job: it goes first
   try {
     std::optional<fs::path> file;
     if (vm.count("config")) file = fs::path(vm["config"].as<std::string>());
     JobConfig config = load_job_config(file, overrides);
-    logger = make_logger(config.log_level);
+    check_launcher(config);
+    std::string rank_tag;
+    if (config.distributed == Distribution::mpi) {
+      mpi = std::make_unique<MpiEnvironment>();
+      communicator = mpi_communicator(MPI_COMM_WORLD);
+      if (communicator->size() > 1)
+        rank_tag = "[rank " + std::to_string(communicator->rank()) + "] ";
+    }
+    logger = make_logger(config.log_level, rank_tag);
     JobOptions options;
+    options.communicator = communicator;
     options.config = std::move(config);
     if (vm.count("plugin-dir"))
       options.plugin_dirs = to_paths(vm["plugin-dir"].as<std::vector<std::string>>());
@@ -187,8 +226,16 @@ int cmd_run(const std::vector<std::string>& args) {
   g_job = nullptr;
   bridge.reset();
   logger->flush();
-  std::cout << format_summary(result, job->reports(), job->wall_time(), job->first_step())
-            << "  outputs: " << job->run_dir().string() << "\n";
+  if (!communicator || communicator->is_chief()) {
+    std::cout << format_summary(result, job->reports(), job->wall_time(), job->first_step())
+              << "  outputs: " << job->run_dir().string() << "\n";
+  } else {
+    // The chief's summary is the job's; the others say only how their part ended.
+    std::cout << "hookhost: rank " << communicator->rank() << ": job "
+              << outcome_name(result.outcome) << " (" << display_text(result.reason)
+              << ") at global step " << result.global_step
+              << ", outputs: " << job->run_dir().string() << "\n";
+  }
   std::cout.flush();
   switch (result.outcome) {
     case Outcome::completed: return kExitOk;

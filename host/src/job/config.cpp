@@ -333,7 +333,54 @@ bool isolation_key(const Entry& e, const std::string& at, IsolationConfig& into)
   return true;
 }
 
+RankSelection parse_ranks(const Entry& e, const std::string& at) {
+  RankSelection ranks;
+  if (e.value == "chief") {
+    ranks.kind = RankSelection::Kind::chief;
+    return ranks;
+  }
+  if (e.value == "all") return ranks;
+  ranks.kind = RankSelection::Kind::listed;
+  std::stringstream items(e.value);
+  for (std::string item; std::getline(items, item, ',');) {
+    item = trim(item);
+    int rank = -1;
+    const char* end = item.data() + item.size();
+    auto [ptr, ec] = std::from_chars(item.data(), end, rank);
+    if (item.empty() || ec != std::errc() || ptr != end || rank < 0)
+      throw ConfigError(at +
+                            "expected chief, all, or a comma-separated list of ranks (integers "
+                            ">= 0, 0 is the chief); got '" +
+                            display_text(e.value) + "'",
+                        e.key);
+    ranks.listed.push_back(rank);
+  }
+  if (ranks.listed.empty())
+    throw ConfigError(at + "expected chief, all, or a comma-separated list of ranks; got ''",
+                      e.key);
+  std::sort(ranks.listed.begin(), ranks.listed.end());
+  ranks.listed.erase(std::unique(ranks.listed.begin(), ranks.listed.end()), ranks.listed.end());
+  return ranks;
+}
+
 }  // namespace
+
+bool RankSelection::includes(int rank) const {
+  switch (kind) {
+    case Kind::chief: return rank == 0;
+    case Kind::all: return true;
+    case Kind::listed: return std::binary_search(listed.begin(), listed.end(), rank);
+  }
+  return false;
+}
+
+std::string RankSelection::text() const {
+  if (kind == Kind::chief) return "chief";
+  if (kind == Kind::all) return "all";
+  std::string out;
+  for (int rank : listed) out += (out.empty() ? "" : ",") + std::to_string(rank);
+  return out;
+}
 
 JobConfig load_job_config(const std::optional<fs::path>& file,
                           const std::vector<std::string>& overrides) {
@@ -410,6 +457,19 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
           throw ConfigError(
               at + "expected in_process or process; got '" + display_text(e.value) + "'", e.key);
         }
+      } else if (e.key == "distributed") {
+        if (e.value == "none") {
+          cfg.distributed = Distribution::none;
+        } else if (e.value == "mpi") {
+          cfg.distributed = Distribution::mpi;
+        } else {
+          throw ConfigError(at +
+                                "expected none (one process) or mpi (started with mpirun -np N); "
+                                "got '" +
+                                display_text(e.value) + "'",
+                            e.key);
+        }
+        cfg.distributed_source = e.source;
       } else if (e.key == "allow_insecure_plugins") {
         auto b = parse_bool(e.value);
         if (!b)
@@ -439,7 +499,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
                  "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, time_every_n_steps, "
                  "allow_insecure_plugins, allowed_plugins, isolation, isolation_group, "
                  "call_timeout_ms, memory_limit_mb, on_crash, max_restarts, "
-                 "untrusted)",
+                 "untrusted, distributed)",
             e.key);
       }
     } else if (e.section == "workload") {
@@ -496,6 +556,8 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
               at + "expected " + policy_choices() + "; got '" + display_text(e.value) + "'", e.key);
         hook.on_error = *policy;
       } else if (isolation_key(e, at, hook.isolation)) {
+      } else if (e.key == "ranks") {
+        hook.ranks = parse_ranks(e, at);
       } else if (e.key == "sha256") {
         std::string hex = e.value;
         std::transform(hex.begin(), hex.end(), hex.begin(),

@@ -15,8 +15,10 @@
 #include <map>
 #include <set>
 
+#include "distributed/state_transfer.hpp"
 #include "hookhost/host/loader.hpp"
 #include "job/display_text.hpp"
+#include "job/rank_placement.hpp"
 #include "job/run_dir_lock.hpp"
 #include "job/signal_bridge.hpp"
 #include "plugins/trust.hpp"
@@ -66,6 +68,8 @@ std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& first,
 
 struct Job::Parts {
   JobOptions options;
+  Communicator* comm = nullptr;  // a distributed job's processes; null for one process
+  int rank = 0;
   std::shared_ptr<spdlog::logger> log;
   fs::path run_dir;
   std::unique_ptr<RunDirLock> lock;  // held from before the first file is touched to the end
@@ -74,6 +78,9 @@ struct Job::Parts {
 };
 
 namespace {
+
+// The exit status of every process when an internal error ends a distributed job (EX_SOFTWARE).
+constexpr int kInternalErrorExit = 70;
 
 // A hook's isolation settings: its own, else the [run] ones, else the built-in defaults.
 struct EffectiveIsolation {
@@ -231,6 +238,38 @@ ResolvedParams resolve_checked(const PluginMetadata& schema, const std::string& 
 // Checkpoint files are <basename>-<step>, with TensorFlow's basename.
 constexpr const char* kCheckpointBasename = "model.ckpt";
 
+// A point of the job's start that a distributed job's processes pass together, so none goes on
+// to a collective that another will never reach. passed() agrees with the others and throws when
+// any of them failed; when an exception leaves the phase on this process first, the destructor
+// casts this process's vote instead.
+class StartupPhase {
+ public:
+  explicit StartupPhase(Communicator* comm) : comm_(comm) {}
+  StartupPhase(const StartupPhase&) = delete;
+  StartupPhase& operator=(const StartupPhase&) = delete;
+  ~StartupPhase() {
+    if (comm_ && !voted_) vote(false);
+  }
+  void passed() {
+    if (!comm_ || voted_) return;
+    const int first_failed = vote(true);
+    if (first_failed < comm_->size())
+      throw ConfigError("rank " + std::to_string(first_failed) +
+                        " of the job could not start (its error is printed above)");
+  }
+
+ private:
+  // The lowest rank that failed, or the world size when none did.
+  int vote(bool ok) {
+    voted_ = true;
+    int64_t first = ok ? comm_->size() : comm_->rank();
+    comm_->allreduce(&first, 1, ReduceOp::min);
+    return static_cast<int>(first);
+  }
+  Communicator* comm_;
+  bool voted_ = false;
+};
+
 // Accepts a checkpoint only once its workload state is restored into `session` and puts the
 // session at the checkpoint's step; a later candidate overwrites a refused one's restore.
 CheckpointValidator restoring_into(Session& session) {
@@ -241,6 +280,48 @@ CheckpointValidator restoring_into(Session& session) {
                                std::to_string(c.global_step) + " but its workload state is at " +
                                std::to_string(session.global_step()));
   };
+}
+
+// The newest usable checkpoint, with its workload state restored into `session`. In a distributed
+// job the chief alone reads the folder and sends what it found to every process, so the nodes
+// need no shared filesystem; every process then holds the same workload state, or every process
+// throws the chief's error. nullopt when there is no checkpoint.
+std::optional<RestoredCheckpoint> restore_newest(const fs::path& dir, Session& session,
+                                                 Communicator* comm) {
+  if (!comm) return restore_latest_checkpoint(dir, kCheckpointBasename, restoring_into(session));
+  // One message: 'N' none, 'U' none usable (the reasons follow), 'E' an error, 'C' a checkpoint.
+  std::string message;
+  if (comm->is_chief()) {
+    try {
+      auto found = restore_latest_checkpoint(dir, kCheckpointBasename, restoring_into(session));
+      if (!found) {
+        message = "N";
+      } else if (found->file.empty()) {
+        message = "U";
+        for (const auto& skipped : found->skipped) message += skipped + "\n";
+      } else {
+        message = "C" + found->file.string() + "\n" + encode_checkpoint_message(found->checkpoint);
+      }
+    } catch (const std::exception& e) {
+      message = std::string("E") + e.what();
+    }
+  }
+  comm->broadcast(message, 0);
+  const char kind = message.empty() ? 'E' : message[0];
+  const std::string rest = message.empty() ? std::string() : message.substr(1);
+  if (kind == 'N') return std::nullopt;
+  if (kind == 'E') throw std::runtime_error("the chief could not read the checkpoints: " + rest);
+  RestoredCheckpoint restored;
+  if (kind == 'U') {
+    for (std::size_t at = 0, nl; (nl = rest.find('\n', at)) != std::string::npos; at = nl + 1)
+      restored.skipped.push_back(rest.substr(at, nl - at));
+    return restored;
+  }
+  const std::size_t nl = rest.find('\n');
+  restored.file = rest.substr(0, nl);
+  restored.checkpoint = decode_checkpoint_message(rest.substr(nl + 1));
+  if (!comm->is_chief()) restoring_into(session)(restored.file, restored.checkpoint);
+  return restored;
 }
 
 // Renames a used run directory to <run_dir>.old-<time>; nullopt when there was nothing to move.
@@ -290,6 +371,15 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   p.log = p.options.logger ? p.options.logger : spdlog::default_logger();
   spdlog::logger& log = *p.log;
   const std::string config_name = cfg.file ? cfg.file->string() : "(no config file)";
+  // A communicator of one process is a job of one process: no collective per step.
+  if (p.options.communicator && p.options.communicator->size() > 1)
+    p.comm = p.options.communicator.get();
+  else
+    p.options.communicator.reset();
+  Communicator* const comm = p.comm;
+  const int rank = p.rank = comm ? comm->rank() : 0;
+  const int world = comm ? comm->size() : 1;
+  StartupPhase planning(comm);
 
   // Workload first: it needs no plugin, and its mistakes are the cheapest to report.
   const WorkloadKind* workload = find_workload(cfg.workload);
@@ -304,7 +394,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   ResolvedParams workload_params =
       resolve_checked(workload->schema(), "workload", cfg.workload_params, workload_where);
   try {
-    p.session = workload->make(workload_params);
+    p.session = workload->make(workload_params, p.options.communicator);
   } catch (const ConfigError& e) {
     rethrow_at(e, cfg.where_workload(e.key()));
   }
@@ -331,6 +421,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     std::shared_ptr<const LoadedPlugin> plugin;
     ResolvedParams params;
     EffectiveIsolation isolation;
+    RankSelection ranks;
   };
   std::vector<Planned> planned;
   for (const HookConfig& hook : cfg.hooks) {
@@ -375,8 +466,23 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                               display_text(d->metadata.id) + "': " + display_text(why, 2048),
                           "plugin");
     }
+    const RankSelection ranks = hook.ranks.value_or(default_ranks(d->metadata.id));
+    if (ranks.kind == RankSelection::Kind::listed && ranks.listed.back() >= world)
+      throw ConfigError(
+          cfg.where(hook, "ranks") + "rank " + std::to_string(ranks.listed.back()) +
+              " does not exist: this job runs " + std::to_string(world) +
+              (world == 1 ? " process (rank 0)"
+                          : " processes (ranks 0 to " + std::to_string(world - 1) + ")") +
+              "; list ranks below " + std::to_string(world) + ", or use chief or all",
+          "ranks");
+    if (!ranks.includes(rank)) {
+      // Checked here too, so every process reports the same mistakes; loaded where it runs only.
+      resolve_checked(d->metadata, hook.name, hook.params, hook_where);
+      effective_isolation(cfg, hook, *d, log);
+      continue;
+    }
     Planned item{&hook, nullptr, resolve_checked(d->metadata, hook.name, hook.params, hook_where),
-                 effective_isolation(cfg, hook, *d, log)};
+                 effective_isolation(cfg, hook, *d, log), ranks};
     if (item.isolation.isolation == Isolation::process) {
       // Its code runs in its runner only: not even its constructors run in this process.
       try {
@@ -402,7 +508,11 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     planned.push_back(std::move(item));
   }
 
-  // The run directory, and the checkpoint folder the checkpoint saver writes to.
+  planning.passed();
+
+  // The run directory, and the checkpoint folder the checkpoint saver writes to. In a distributed
+  // job it is the chief's; every other process writes its hooks' outputs to a folder of its own,
+  // rank-N inside it (on its own machine's disk when the nodes share no filesystem).
   const auto make_run_dir = [&] {
     std::error_code ec;
     fs::create_directories(p.run_dir, ec);
@@ -410,34 +520,56 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
       throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
                         " cannot be created: " + ec.message());
   };
-  p.run_dir = cfg.run_dir;
-  make_run_dir();
-  p.run_dir = fs::canonical(p.run_dir);
-  // Nobody else may use the run directory, --fresh or not, before anything in it is touched.
-  p.lock = std::make_unique<RunDirLock>(p.run_dir);
-  // --fresh: everything but the hooks' create() is validated by now; if a create() fails below,
-  // the previous run is put back as it was.
   std::optional<fs::path> moved_aside;
-  if (p.options.fresh) {
-    moved_aside = move_aside(p.run_dir, log);
-    if (moved_aside) {
-      make_run_dir();
-      p.lock = std::make_unique<RunDirLock>(p.run_dir);
+  StartupPhase chief_folders(comm);
+  if (rank == 0) {
+    p.run_dir = cfg.run_dir;
+    make_run_dir();
+    p.run_dir = fs::canonical(p.run_dir);
+    // Nobody else may use the run directory, --fresh or not, before anything in it is touched.
+    p.lock = std::make_unique<RunDirLock>(p.run_dir);
+    // --fresh: everything but the hooks' create() is validated by now; if a create() fails
+    // below, the previous run is put back as it was.
+    if (p.options.fresh) {
+      moved_aside = move_aside(p.run_dir, log);
+      if (moved_aside) {
+        make_run_dir();
+        p.lock = std::make_unique<RunDirLock>(p.run_dir);
+      }
     }
   }
   // The checkpoint folder is the job's, never one plugin's: hooks only ask for checkpoints.
   const fs::path checkpoint_dir =
       cfg.checkpoint_dir.is_relative() ? p.run_dir / cfg.checkpoint_dir : cfg.checkpoint_dir;
-  for (const std::string& repair : tidy_checkpoint_folder(checkpoint_dir, kCheckpointBasename))
-    log.info("checkpoint folder: {}", repair);
+  if (rank == 0)
+    for (const std::string& repair : tidy_checkpoint_folder(checkpoint_dir, kCheckpointBasename))
+      log.info("checkpoint folder: {}", repair);
+  chief_folders.passed();
+  StartupPhase rank_folders(comm);
+  if (rank != 0) {
+    p.run_dir = cfg.run_dir / ("rank-" + std::to_string(rank));
+    make_run_dir();
+    p.run_dir = fs::canonical(p.run_dir);
+    p.lock = std::make_unique<RunDirLock>(p.run_dir);
+  }
+  rank_folders.passed();
+  // From here on a process that fails tells the others before they create their hooks.
+  StartupPhase hooks_created(comm);
 
   // Resume from the newest usable checkpoint, before any hook exists: create() and begin() see
   // the restored state and global step. A checkpoint is usable when it verifies and its name, its
   // header and the workload's restored step agree.
   std::map<std::string, SavedHookState> restored_states;
   if (!p.options.fresh) {
-    if (auto restored = restore_latest_checkpoint(checkpoint_dir, kCheckpointBasename,
-                                                  restoring_into(*p.session))) {
+    std::optional<RestoredCheckpoint> newest;
+    try {
+      newest = restore_newest(checkpoint_dir, *p.session, comm);
+    } catch (const std::runtime_error& e) {
+      throw ConfigError(std::string("cannot resume: ") + e.what() +
+                        "\nStart over with --fresh (the previous run is moved aside), or remove "
+                        "the unusable files.");
+    }
+    if (auto& restored = newest) {
       for (const auto& skipped : restored->skipped)
         log.warn("skipping an unusable checkpoint: {}", skipped);
       if (restored->file.empty()) {
@@ -448,7 +580,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                           "\nStart over with --fresh (the previous run is moved aside), or "
                           "remove the unusable files.");
       }
-      restored_states = restored->checkpoint.hook_states;
+      restored_states = states_of_rank(restored->checkpoint.hook_states, rank);
       first_step_ = restored->checkpoint.global_step;
       log.info("resuming from {} at global step {}", restored->file.string(),
                restored->checkpoint.global_step);
@@ -463,13 +595,13 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   ro.checkpoint_basename = kCheckpointBasename;
   ro.keep_checkpoints = cfg.keep_checkpoints;
   ro.time_every_n_steps = cfg.time_every_n_steps;
-  ro.on_recover = [dir = checkpoint_dir, log = p.log](Runtime& rt) {
+  ro.communicator = p.options.communicator;
+  ro.on_recover = [dir = checkpoint_dir, log = p.log, comm, rank](Runtime& rt) {
     // The recreated session continues from the newest checkpoint, as TensorFlow's does, and every
     // hook's state goes back to that same moment, so no hook counts a replayed step twice.
-    if (auto restored =
-            restore_latest_checkpoint(dir, kCheckpointBasename, restoring_into(rt.session()));
+    if (auto restored = restore_newest(dir, rt.session(), comm);
         restored && !restored->file.empty()) {
-      rt.restore_hook_states(restored->checkpoint.hook_states);
+      rt.restore_hook_states(states_of_rank(restored->checkpoint.hook_states, rank));
       log->info("recovery: restored {} at global step {}", restored->file.string(),
                 restored->checkpoint.global_step);
     }
@@ -534,8 +666,18 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     }
   }
 
+  try {
+    hooks_created.passed();
+  } catch (const ConfigError&) {
+    if (moved_aside) put_back(p, *moved_aside, log);
+    throw;
+  }
+
   // The effective configuration, every default filled in.
   log.info("configuration: {}", config_name);
+  if (comm)
+    log.info("  [run] distributed = mpi: rank {} of {} processes{}", rank, world,
+             rank == 0 ? " (the chief)" : "");
   log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", p.run_dir.string(), cfg.log_level,
            policy_name(cfg.on_error));
   std::string dir_text;
@@ -551,6 +693,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                        "), order = " + std::to_string(item.hook->order) +
                        ", on_error = " + policy_name(item.hook->on_error.value_or(cfg.on_error)) +
                        ", isolation = " + isolation_name(item.isolation.isolation);
+    if (comm) line += ", ranks = " + item.ranks.text();
     if (item.isolation.isolation == Isolation::process)
       line += ", on_crash = " + std::string(crash_policy_name(item.isolation.on_crash)) +
               ", max_restarts = " + std::to_string(item.isolation.max_restarts) +
@@ -575,11 +718,19 @@ JobResult Job::run(const std::atomic<int>& signal_number) {
     return true;
   };
   try {
+    // A signal stops the job after the current step; in a distributed job the processes agree
+    // on it at the step boundary, so every one of them stops after the same step.
     if (p.runtime->start())
-      while (!p.runtime->should_stop() && !stop_on_signal()) p.runtime->run();
+      for (stop_on_signal(); !p.runtime->should_stop(); stop_on_signal()) p.runtime->run();
   } catch (const std::exception& e) {
     // Nothing may skip the ending: hooks still get end(), outputs are flushed, the summary prints.
     p.log->error("internal error: {}", e.what());
+    if (p.comm) {
+      // The other processes may be waiting in a collective this one will never reach.
+      p.log->critical("ending every process of the distributed job");
+      p.log->flush();
+      p.comm->abort(kInternalErrorExit);
+    }
     p.runtime->fail_job(std::string("internal error: ") + e.what());
   }
   JobResult result = p.runtime->close();

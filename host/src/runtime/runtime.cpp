@@ -410,7 +410,10 @@ struct Lifecycle {
         "(attempt {} of {})",
         m.live_step.load(), message, backoff.count(), attempt, m.options.max_recoveries);
     std::this_thread::sleep_for(backoff);
-    if (!create_session()) return false;
+    create_session();
+    // Every process recreated its session before on_recover, which may be collective.
+    m.agree();
+    if (m.failed) return false;
     m.wait_for_checkpoints();  // on_recover reads the newest checkpoint from disk
     if (m.options.on_recover) {
       try {
@@ -422,7 +425,7 @@ struct Lifecycle {
       m.live_step = m.session.global_step();
     }
     after_create_session_all();
-    m.write_requested_checkpoint();
+    m.step_boundary();
     return !m.failed;
   }
 
@@ -875,10 +878,8 @@ bool Runtime::start() {
 
   Lifecycle life{m};
   life.begin_all();
-  if (m.failed) return false;
-  if (!life.create_session()) return false;
-  life.after_create_session_all();
-  m.write_requested_checkpoint();
+  if (!m.failed && life.create_session()) life.after_create_session_all();
+  m.step_boundary();
   return !m.failed;
 }
 
@@ -916,6 +917,8 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
                      : m.untimed_steps_left - 1;
     if (!life.run_before(ctx, fetches, feeds)) {
       life.abandon_step();
+      m.session.cancel_step();
+      m.step_boundary();
       return out;
     }
     StepResult step = [&] {
@@ -938,23 +941,38 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
         m.end_of_data = true;
         m.result.reason = "end of data" + (step.message.empty() ? "" : ": " + step.message);
         m.log->info("{} after {} steps", m.result.reason, m.steps_run);
+        m.step_boundary();
         return out;
       case StepStatus::aborted:
       case StepStatus::unavailable:
         life.abandon_step();
-        if (!life.recover(attempt, step.message)) return out;
+        if (!life.recover(attempt, step.message)) {
+          m.step_boundary();
+          return out;
+        }
         continue;
       case StepStatus::error:
         life.abandon_step();
         m.fail_job("the workload failed at global step " + std::to_string(ctx.global_step) + ": " +
                    step.message);
+        m.step_boundary();
+        return out;
+      case StepStatus::cancelled:
+        life.abandon_step();
+        m.step_boundary();  // the process that called the step off says why
+        if (!m.should_stop())
+          m.fail_job("the workload called off the step at global step " +
+                     std::to_string(ctx.global_step) +
+                     (m.options.communicator ? ", but no process of the job failed"
+                                             : ", but this job has no other processes") +
+                     (step.message.empty() ? "" : ": " + step.message));
         return out;
     }
     ++m.steps_run;
     m.live_step.store(m.session.global_step(), std::memory_order_relaxed);
     life.run_after(ctx, step.values);
     // The step boundary: every hook's after_run has returned.
-    if (m.checkpoint_requested.load(std::memory_order_relaxed)) m.write_requested_checkpoint();
+    m.step_boundary();
     if (m.failed) return out;
     out.ran = true;
     // The caller's values are moved out of the step's, never copied: all at once when the
@@ -997,8 +1015,14 @@ JobResult Runtime::close() {
   if (m.closed) return m.result;
   EntryGuard guard(m.in_call, "close()");
   Lifecycle{m}.deliver_end();
-  m.write_requested_checkpoint();  // a final save asked for in end(), unless the job failed
-  m.wait_for_checkpoints();        // every checkpoint is on disk when close() returns
+  m.step_boundary();          // a final save asked for in end(), unless the job failed
+  m.wait_for_checkpoints();   // every checkpoint is on disk when close() returns
+  if (m.failed && m.result.outcome != Outcome::failed) {
+    // Another process's end() failed under on_error = fail: every process ends alike.
+    m.result.outcome = Outcome::failed;
+    m.result.stop_cause = HH_STOP_CAUSE_NONE;
+    m.result.reason = m.failure_reason;
+  }
   m.closed = true;
   try {
     m.event_writers

@@ -187,9 +187,22 @@ struct Runtime::Impl {
 
   Impl(Session& s, RuntimeOptions o);
 
+  // A distributed job (options.communicator): whether the processes agreed to end the job at the
+  // last step boundary. Until they do, a local stop or failure does not end this process's loop,
+  // so no process leaves the others waiting in a collective.
+  bool agreed_stop = false;
+
   void request_stop(hh_stop_cause cause, const std::string& reason);
   void fail_job(const std::string& reason);
-  bool should_stop() const { return closed || failed || end_of_data || stop_requested.load(); }
+  bool should_stop() const {
+    if (options.communicator) return closed || agreed_stop;
+    return closed || failed || end_of_data || stop_requested.load();
+  }
+  // The step boundary (step_boundary.cpp): a distributed job's processes agree on the outcome and
+  // on a checkpoint; then the requested checkpoint is taken.
+  void step_boundary();
+  // Only the agreement: one collective on every process, and nothing for a single process.
+  void agree();
   // A slot gets no more calls but end(); the step's slot list is rebuilt before the next step.
   void disable(Slot& slot) {
     slot.disabled = true;
@@ -209,6 +222,8 @@ struct Runtime::Impl {
   // snapshot and hands it to checkpoint_writer; write_snapshot runs on the writer's thread.
   void record_checkpoint_request(const std::string& reason);
   void write_requested_checkpoint();
+  // A distributed job's checkpoint: every process's hook states go to the chief, which writes.
+  void write_agreed_checkpoint();
   void write_snapshot(const CheckpointSave& save);
   // Returns once no save is in flight. [thread-safe]
   void wait_for_checkpoints();

@@ -342,7 +342,8 @@ std::vector<std::size_t> epoch_order(std::size_t rows, int64_t seed, int64_t epo
 
 class LinregSession final : public Session {
  public:
-  LinregSession(Config cfg, Dataset data) : cfg_(std::move(cfg)), data_(std::move(data)) {
+  LinregSession(Config cfg, Dataset data, std::shared_ptr<Communicator> comm)
+      : cfg_(std::move(cfg)), data_(std::move(data)), comm_(std::move(comm)) {
     steps_per_epoch_ =
         static_cast<int64_t>((data_.rows + static_cast<std::size_t>(cfg_.batch_size) - 1) /
                              static_cast<std::size_t>(cfg_.batch_size));
@@ -364,6 +365,7 @@ class LinregSession final : public Session {
   std::vector<std::string> feedable() const override { return {"learning_rate"}; }
 
   StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override;
+  void cancel_step() override;
 
   std::string save_state() const override;
   void restore_state(std::string_view bytes) override;
@@ -392,6 +394,23 @@ class LinregSession final : public Session {
     return s;
   }
 
+  // The sums every process adds up each step, after the gradient of the weights.
+  enum ExtraSum : std::size_t {
+    kGradBias,
+    kSquaredError,
+    kChiefLearningRate,
+    kRefused,    // processes whose step's request was refused
+    kCancelled,  // processes whose runtime called the step off
+    kExtraSums
+  };
+
+  // The step's end when every process decides it alike, from the same state and configuration
+  // (end of data, an injected fault), before anything is exchanged.
+  std::optional<StepResult> decided_alike();
+  // Empty when the fetches and feeds are acceptable; sets the step's learning rate.
+  std::string check_request(const std::vector<std::string>& fetches, const TensorMap& feeds,
+                            double& lr) const;
+
   static StepResult failure(StepStatus status, std::string message) {
     StepResult r;
     r.status = status;
@@ -401,6 +420,7 @@ class LinregSession final : public Session {
 
   Config cfg_;
   Dataset data_;
+  std::shared_ptr<Communicator> comm_;  // null: one process
   State state_;
   int64_t steps_per_epoch_ = 0;
   bool created_ = false;
@@ -408,31 +428,11 @@ class LinregSession final : public Session {
   bool abort_injected_ = false;  // per process, not in the state: the retry must succeed
 };
 
-StepResult LinregSession::run(const std::vector<std::string>& fetches, const TensorMap& feeds) {
+std::optional<StepResult> LinregSession::decided_alike() {
   if (!created_) return failure(StepStatus::error, "linreg: run() before create()");
   if (cfg_.epochs > 0 && state_.epoch >= cfg_.epochs)
     return failure(StepStatus::end_of_data,
                    "end of data after " + std::to_string(cfg_.epochs) + " epochs");
-
-  const std::vector<std::string> known = fetchable();
-  for (const auto& name : fetches)
-    if (std::find(known.begin(), known.end(), name) == known.end())
-      return failure(StepStatus::error,
-                     "linreg: cannot fetch '" + name + "' (fetchable: " + join(known, ", ") + ")");
-  double lr = cfg_.learning_rate;
-  for (const auto& [name, tensor] : feeds) {
-    if (name != "learning_rate")
-      return failure(StepStatus::error,
-                     "linreg: cannot feed '" + name + "' (feedable: learning_rate)");
-    if (tensor.dtype() == HH_DTYPE_STRING || tensor.element_count() != 1)
-      return failure(StepStatus::error, "linreg: the learning_rate feed must be a numeric scalar");
-    lr = tensor.as_double();
-    if (!std::isfinite(lr) || lr < 0)
-      return failure(
-          StepStatus::error,
-          "linreg: the fed learning_rate must be a finite number >= 0, got " + format_double(lr));
-  }
-
   State& s = state_;
   if (s.step == cfg_.fail_at_step) {
     switch (cfg_.fail_kind) {
@@ -451,27 +451,80 @@ StepResult LinregSession::run(const std::vector<std::string>& fetches, const Ten
         break;
     }
   }
+  return std::nullopt;
+}
 
+std::string LinregSession::check_request(const std::vector<std::string>& fetches,
+                                         const TensorMap& feeds, double& lr) const {
+  const std::vector<std::string> known = fetchable();
+  for (const auto& name : fetches)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      return "linreg: cannot fetch '" + name + "' (fetchable: " + join(known, ", ") + ")";
+  lr = cfg_.learning_rate;
+  for (const auto& [name, tensor] : feeds) {
+    if (name != "learning_rate")
+      return "linreg: cannot feed '" + name + "' (feedable: learning_rate)";
+    if (tensor.dtype() == HH_DTYPE_STRING || tensor.element_count() != 1)
+      return "linreg: the learning_rate feed must be a numeric scalar";
+    lr = tensor.as_double();
+    if (!std::isfinite(lr) || lr < 0)
+      return "linreg: the fed learning_rate must be a finite number >= 0, got " + format_double(lr);
+  }
+  return {};
+}
+
+void LinregSession::cancel_step() {
+  // The other processes reach the gradient allreduce unless the step ends alike everywhere first.
+  if (!comm_ || decided_alike()) return;
+  std::vector<double> sums(data_.cols + kExtraSums, 0.0);
+  sums[data_.cols + kCancelled] = 1;
+  comm_->allreduce(sums.data(), sums.size(), ReduceOp::sum);
+}
+
+StepResult LinregSession::run(const std::vector<std::string>& fetches, const TensorMap& feeds) {
+  if (auto decided = decided_alike()) return *decided;
+  double lr = 0;
+  std::string refused = check_request(fetches, feeds, lr);
+  if (!refused.empty() && !comm_) return failure(StepStatus::error, refused);
+
+  // This process's rows of the global batch: every size-th from its rank on. The sums of every
+  // process's gradients, squared errors and counts give what one process would compute.
+  State& s = state_;
   const std::size_t cols = data_.cols;
   const std::size_t end =
       std::min(s.position + static_cast<std::size_t>(cfg_.batch_size), data_.rows);
-  const double m = static_cast<double>(end - s.position);
-  std::vector<double> grad_w(cols, 0.0);
-  double grad_b = 0;
-  double sse = 0;
-  for (std::size_t k = s.position; k < end; ++k) {
-    const std::size_t row = s.order[k];
-    const double* x = &data_.x[row * cols];
-    double residual = s.bias - data_.y[row];
-    for (std::size_t j = 0; j < cols; ++j) residual += s.weights[j] * x[j];
-    sse += residual * residual;
-    grad_b += residual;
-    for (std::size_t j = 0; j < cols; ++j) grad_w[j] += residual * x[j];
+  const std::size_t first = s.position + static_cast<std::size_t>(comm_ ? comm_->rank() : 0);
+  const std::size_t stride = static_cast<std::size_t>(comm_ ? comm_->size() : 1);
+  std::vector<double> sums(cols + kExtraSums, 0.0);  // grad_w, then kExtraSums more
+  if (refused.empty()) {
+    for (std::size_t k = first; k < end; k += stride) {
+      const std::size_t row = s.order[k];
+      const double* x = &data_.x[row * cols];
+      double residual = s.bias - data_.y[row];
+      for (std::size_t j = 0; j < cols; ++j) residual += s.weights[j] * x[j];
+      sums[cols + kSquaredError] += residual * residual;
+      sums[cols + kGradBias] += residual;
+      for (std::size_t j = 0; j < cols; ++j) sums[j] += residual * x[j];
+    }
+  } else {
+    sums[cols + kRefused] = 1;
   }
-  const double loss = sse / m;            // with the weights before the update
-  const double step_size = lr * 2.0 / m;  // d(mean r²)/dθ = 2/m Σ r ∂r/∂θ
-  for (std::size_t j = 0; j < cols; ++j) s.weights[j] -= step_size * grad_w[j];
-  s.bias -= step_size * grad_b;
+  if (comm_) {
+    // The chief's learning rate for everyone: a feed given on one process alone must not make
+    // the replicas' weights differ.
+    sums[cols + kChiefLearningRate] = comm_->is_chief() ? lr : 0.0;
+    comm_->allreduce(sums.data(), sums.size(), ReduceOp::sum);
+    if (!refused.empty()) return failure(StepStatus::error, refused);
+    if (sums[cols + kRefused] > 0 || sums[cols + kCancelled] > 0)
+      return failure(StepStatus::cancelled, "another process could not run the step");
+    lr = sums[cols + kChiefLearningRate];
+  }
+
+  const double m = static_cast<double>(end - s.position);
+  const double loss = sums[cols + kSquaredError] / m;  // with the weights before the update
+  const double step_size = lr * 2.0 / m;               // d(mean r²)/dθ = 2/m Σ r ∂r/∂θ
+  for (std::size_t j = 0; j < cols; ++j) s.weights[j] -= step_size * sums[j];
+  s.bias -= step_size * sums[cols + kGradBias];
 
   ++s.step;
   s.position = end;
@@ -644,10 +697,11 @@ const PluginMetadata& linreg_schema() {
   return schema;
 }
 
-std::unique_ptr<Session> make_linreg_session(const ResolvedParams& params) {
+std::unique_ptr<Session> make_linreg_session(const ResolvedParams& params,
+                                             std::shared_ptr<Communicator> comm) {
   Config cfg = read_config(params);
   Dataset data = load_dataset(read_data_text(params), cfg);
-  return std::make_unique<LinregSession>(std::move(cfg), std::move(data));
+  return std::make_unique<LinregSession>(std::move(cfg), std::move(data), std::move(comm));
 }
 
 }  // namespace hookhost

@@ -9,7 +9,7 @@
 //    feeds as `learning_rate` for that one step.
 //  - Features are standardised once over the whole file (mean 0, population sd 1) unless
 //    `standardize` is off; a constant column is only centred.
-// Batches:
+// Batches (one process; see make_linreg_session for several):
 //  - Epoch e visits the rows in a permutation drawn by a Fisher–Yates shuffle from
 //    std::mt19937_64(shuffle_seed + e) (our own shuffle, not std::shuffle, so every standard
 //    library yields the same order), in consecutive batches of batch_size rows.
@@ -22,6 +22,7 @@
 
 #include <memory>
 
+#include "hookhost/host/communicator.hpp"
 #include "hookhost/host/params.hpp"
 #include "hookhost/host/plugin_metadata.hpp"
 #include "hookhost/host/session.hpp"
@@ -34,6 +35,10 @@ const PluginMetadata& linreg_schema();
 
 // Builds the session from parameters resolved against linreg_schema(). Throws ConfigError for an
 // out-of-range value (naming the key) and for a bad CSV (naming the file and the problem).
-std::unique_ptr<Session> make_linreg_session(const ResolvedParams& params);
+// With a communicator the session is one replica of a data-parallel job: each process takes every
+// size-th row of each global batch from its rank on, the gradients are summed with one allreduce
+// per step, and every process makes the same update (batch_size stays the global batch).
+std::unique_ptr<Session> make_linreg_session(const ResolvedParams& params,
+                                             std::shared_ptr<Communicator> comm = nullptr);
 
 }  // namespace hookhost

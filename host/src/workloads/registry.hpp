@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hookhost/host/communicator.hpp"
 #include "hookhost/host/params.hpp"
 #include "hookhost/host/plugin_metadata.hpp"
 #include "hookhost/host/session.hpp"
@@ -16,7 +17,8 @@ namespace hookhost {
 struct WorkloadKind {
   std::string name;
   const PluginMetadata& (*schema)();
-  std::unique_ptr<Session> (*make)(const ResolvedParams& params);
+  // `comm` is the job's processes, or null for one.
+  std::unique_ptr<Session> (*make)(const ResolvedParams& params, std::shared_ptr<Communicator> comm);
 };
 
 // Every built-in workload, in the order `--help` lists them.

@@ -1,8 +1,9 @@
 // The job configuration: an INI file plus SECTION.KEY=VALUE overrides from the command line.
 // Sections and keys are part of the public interface:
-//   [run]       plugin_dir (may repeat), run_dir, log_level, on_error
+//   [run]       plugin_dir (may repeat), run_dir, log_level, on_error, distributed, ...
 //   [workload]  name, and that workload's parameters
-//   [hook.NAME] plugin (default NAME), enabled, order, on_error, and the plugin's parameters
+//   [hook.NAME] plugin (default NAME), enabled, order, on_error, ranks, ..., and the plugin's
+//               parameters
 #pragma once
 
 #include <filesystem>
@@ -39,6 +40,19 @@ struct IsolationConfig {
   std::optional<std::string> isolation_group;
 };
 
+// Which processes of a distributed job run a hook instance ([hook.NAME] ranks): the chief
+// (rank 0), every process, or the listed ranks. A job of one process is rank 0.
+struct RankSelection {
+  enum class Kind { chief, all, listed };
+  Kind kind = Kind::all;
+  std::vector<int> listed;  // Kind::listed: ascending, no repeats
+  bool includes(int rank) const;
+  std::string text() const;  // "chief", "all" or "0,2"
+};
+
+// How many processes run the job: one, or as many as an MPI launcher started ([run] distributed).
+enum class Distribution { none, mpi };
+
 struct HookConfig {
   std::string name;    // the instance name, from [hook.NAME]
   std::string plugin;  // plugin id
@@ -47,6 +61,7 @@ struct HookConfig {
   std::optional<FailurePolicy> on_error;  // unset: the job's [run] on_error
   IsolationConfig isolation;              // unset fields: the [run] ones
   std::string sha256;  // pinned SHA-256 of the plugin file (64 lowercase hex digits), or empty
+  std::optional<RankSelection> ranks;  // unset: the plugin's default (job/rank_placement.hpp)
   std::multimap<std::string, std::string> params;  // the plugin's own keys, as text
   ConfigSource section_source;
   std::map<std::string, ConfigSource> key_sources;
@@ -66,6 +81,8 @@ struct JobConfig {
   // [run] untrusted: where a hook whose isolation is set nowhere runs when its plugin imports
   // process-wide calls (exit, fork, signal, ...) or its imports cannot be read.
   Isolation untrusted = Isolation::in_process;
+  Distribution distributed = Distribution::none;
+  std::optional<ConfigSource> distributed_source;  // where [run] distributed was set
   bool allow_insecure_plugins = false;       // load plugins that fail the trust rules
   std::vector<std::string> allowed_plugins;  // when not empty, the only plugin ids hooks may use
   std::string workload = "linreg";

@@ -47,6 +47,10 @@ struct JobOptions {
   std::vector<std::filesystem::path> plugin_dirs;  // searched before the config's
   bool fresh = false;  // move an existing run directory aside instead of resuming it
   std::shared_ptr<spdlog::logger> logger;
+  // The job's processes when it runs on several ([run] distributed = mpi; hookhost/host/mpi.hpp).
+  // Every process builds its own Job from the same configuration; null (or a communicator of one
+  // process) runs the job as one process.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class Job {

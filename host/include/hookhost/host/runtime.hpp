@@ -18,6 +18,7 @@
 #include "hook_dispatch.hpp"
 #include "hook_state.hpp"
 #include "loader.hpp"
+#include "communicator.hpp"
 #include "params.hpp"
 #include "session.hpp"
 
@@ -127,6 +128,12 @@ struct RuntimeOptions {
   // so per-hook accounting costs next to nothing; 1 times every call (two clock reads each, as
   // begin, after_create_session and end always are). A hook with a call_timeout is always timed.
   uint32_t time_every_n_steps = 64;
+  // The job's processes when it runs on several (hookhost/host/mpi.hpp); null for one process.
+  // Then every process runs its own Runtime over its own Session, and at each step boundary they
+  // agree, in one collective, on whether the job goes on (a stop or failure on any process ends
+  // it on every process after the same step, with that process's outcome and reason) and whether
+  // a checkpoint is taken (the chief writes it, with every process's hook states).
+  std::shared_ptr<Communicator> communicator;
 };
 
 struct WrittenCheckpoint {

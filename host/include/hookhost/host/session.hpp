@@ -18,6 +18,10 @@ enum class StepStatus {
   aborted,      // recoverable: the runtime recreates the session and retries the step
   unavailable,  // recoverable, like aborted
   error,        // any other error: the job fails
+  // Distributed workloads only: another process of the job could not take part in this step (see
+  // Session::cancel_step), so nothing ran here either. The runtime abandons the step without
+  // failing; the processes' agreement at the step boundary then says why the job ends.
+  cancelled,
 };
 
 struct StepResult {
@@ -50,6 +54,11 @@ class Session {
 
   // The step at which the workload ends by itself, when known (lets a progress bar show a total).
   virtual std::optional<int64_t> last_step() const { return std::nullopt; }
+
+  // The runtime will not call run() for this step on this process (a hook failed before it). A
+  // distributed workload still joins the step's collectives, marked called off, so the other
+  // processes return StepStatus::cancelled instead of waiting for this one; others do nothing.
+  virtual void cancel_step() {}
 };
 
 }  // namespace hookhost
