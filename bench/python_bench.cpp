@@ -2,7 +2,8 @@
 // - a no-op Python hook (before_run and after_run do nothing) in the whole runtime, against the
 //   runtime with no hook and against the same two methods of the same class called from a Python
 //   `for` loop in the same embedded interpreter (the least any bridge could cost);
-// - a Python hook fetching 4 B against one fetching 64 MiB (values are copied into NumPy today).
+// - a Python hook fetching 4 B against one fetching 64 MiB (each value is copied once into NumPy:
+//   docs/python-hooks.md says why not zero-copy).
 //
 // The floor embeds nothing of its own: it runs in the interpreter the plugin started, with the
 // hook class the plugin imported, taking the GIL as the plugin does. So both figures share one

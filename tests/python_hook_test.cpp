@@ -1,5 +1,6 @@
 // The python_hook bridge plugin driven through the real runtime with <hookhost/testing.hpp>: each
 // test writes a small Python hook into a temporary folder and runs the built python_hook.so on it.
+// Some run the hookhost program itself: config-relative paths, a kill -9 and resume, the example.
 // Not under AddressSanitizer: the plugin is not built there (CPython's allocations make
 // LeakSanitizer report the interpreter), so these tests skip themselves.
 #include <gmock/gmock.h>
@@ -9,8 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <hookhost/testing.hpp>
+#include <regex>
 #include <string>
 #include <vector>
+
+#include "plugin_harness.hpp"
+#include "process.hpp"
+#include "services/checkpoint.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -18,7 +25,10 @@ namespace fs = std::filesystem;
 using hookhost::Callback;
 using hookhost::Outcome;
 using hookhost::testing::HookTest;
+using hookhost::testing::ProcessResult;
+using hookhost::testing::run_hookhost;
 using hookhost::testing::RunResult;
+using hookhost::testing::write_file;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
@@ -312,6 +322,313 @@ def make(every):
   const RunResult run = t.run();
   EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
   EXPECT_THAT(run.log_lines("info"), ElementsAre("step 2", "step 4"));
+}
+
+// ---- what TensorFlow gives a hook, kept exactly while the bridge reuses its objects ------------
+
+TEST_F(PythonHook, AHookWithoutBeforeRunOrAfterRunIsNeverCalledForThem) {
+  HookTest only_end = hook("only_end", R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):  # SessionRunHook's own before_run and after_run do nothing
+    def end(self, session): print("end at", session.global_step)
+)");
+  only_end.steps(2);
+  const RunResult run = only_end.run();
+  EXPECT_THAT(run.trace(), ElementsAre("begin", "after_create_session", "end")) << run.log_text();
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("end at 2"));
+
+  // state_dict() is saved after every after_run, so a stateful hook keeps its after_run.
+  HookTest stateful = hook("stateful_only", R"(
+class Hook:
+    def __init__(self): self.n = 0
+    def before_run(self, run_context): self.n += 1
+    def state_dict(self): return {"n": self.n}
+)");
+  stateful.steps(2);
+  const RunResult run2 = stateful.run();
+  EXPECT_THAT(run2.trace(), Contains("after_run@2")) << run2.log_text();
+  EXPECT_EQ(run2.state_bytes(), R"({"n": 3})");
+}
+
+TEST_F(PythonHook, OneContextPerStepSharedByBeforeRunAndAfterRunAndNeverSeenAgain) {
+  HookTest t = hook("contexts", R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):
+    def __init__(self): self.kept, self.before = [], None
+    def before_run(self, run_context):
+        print("fresh", not hasattr(run_context, "mark"), run_context.original_args.fetches)
+        run_context.mark = True
+        self.before = run_context
+        if hookhost.global_step() % 2 == 0: self.kept.append(run_context)
+        return hookhost.SessionRunArgs("loss")
+    def after_run(self, run_context, run_values):
+        print("same", run_context is self.before, run_context.original_args.fetches)
+        self.before = None
+    def end(self, session):
+        print("kept", len(self.kept), len(set(map(id, self.kept))),
+              all(c.session is session for c in self.kept))
+)");
+  t.steps(4);
+  const RunResult run = t.run();
+  EXPECT_THAT(run.log_lines("info"),
+              ElementsAre("fresh True None", "same True loss", "fresh True None", "same True loss",
+                          "fresh True None", "same True loss", "fresh True None", "same True loss",
+                          "fresh True None", "kept 3 3 True"))
+      << run.log_text();
+}
+
+TEST_F(PythonHook, KeptValuesViewsAndRunValuesStayRightWhileTheOthersAreRefilled) {
+  // weights is [step, step, step] and loss 1/step: every step's values differ.
+  HookTest t = hook("keeps_some", R"(
+import weakref, hookhost
+class Hook(hookhost.SessionRunHook):
+    def __init__(self):
+        self.kept, self.views, self.refs, self.whole, self.seen = [], [], [], None, []
+    def before_run(self, run_context):
+        return hookhost.SessionRunArgs({"w": "weights", "l": ["loss"]})
+    def after_run(self, run_context, run_values):
+        step = hookhost.global_step()
+        w = run_values.results["w"]
+        loss = run_values.results["l"][0]
+        self.seen.append(w.tolist() == [step] * 3 and abs(loss - 1 / step) < 1e-6)
+        if step % 4 == 0: self.kept.append((step, w))
+        if step % 4 == 1: self.views.append((step, w[1:]))
+        if step % 4 == 2: self.refs.append((step, weakref.ref(w)))
+        if step == 3: self.whole = run_values
+    def end(self, session):
+        print("every step right", all(self.seen), len(self.seen))
+        print("kept", all(w.tolist() == [s] * 3 for s, w in self.kept), len(self.kept))
+        print("views", all(v.tolist() == [s] * 2 for s, v in self.views), len(self.views))
+        print("weak", all(r() is None or r().tolist() == [s] * 3 for s, r in self.refs))
+        print("whole", self.whole.results["w"].tolist(), "%.4f" % self.whole.results["l"][0])
+)");
+  t.steps(12).value("weights", [](int64_t step) {
+    return hookhost::testing::Value(std::vector<float>(3, static_cast<float>(step)));
+  });
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  EXPECT_THAT(run.log_lines("info"),
+              ElementsAre("every step right True 12", "kept True 3", "views True 3", "weak True",
+                          "whole [3.0, 3.0, 3.0] 0.3333"));
+}
+
+TEST_F(PythonHook, NamedTuplesAndOtherStructuresStillGetTheirOwnTypesBack) {
+  HookTest t = hook("structures", R"(
+import collections, hookhost
+Pair = collections.namedtuple("Pair", "loss weights")
+class Hook(hookhost.SessionRunHook):
+    def __init__(self): self.args = hookhost.SessionRunArgs(Pair("loss", "weights"))
+    def before_run(self, run_context): return self.args
+    def after_run(self, run_context, run_values):
+        r = run_values.results
+        print(type(r).__name__, "%.2f" % r.loss, r.weights.tolist())
+)");
+  t.steps(1);
+  const RunResult run = t.run();
+  EXPECT_THAT(run.log_lines("info"), ElementsAre("Pair 1.00 [1.0, 2.0, 3.0]")) << run.log_text();
+}
+
+TEST_F(PythonHook, TwoInstancesOfOneClassInOneJobKeepTheirOwnArguments) {
+  const fs::path script = dir_ / "tagged.py";
+  std::ofstream(script) << R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):
+    made = 0
+    def __init__(self, tag, scale=1):
+        Hook.made += 1
+        self.tag, self.scale, self.losses = tag, scale, 0
+    def before_run(self, run_context): return hookhost.SessionRunArgs("loss")
+    def after_run(self, run_context, run_values): self.losses += 1
+    def end(self, session):
+        print(self.tag, self.scale * 2, "losses", self.losses, "made", Hook.made)
+)";
+  hookhost::testing::PluginHarness h({"python_hook"});
+  h.add("first", "python_hook",
+        {{"script", script.string()}, {"class", "Hook"}, {"args", R"({"tag": "a"})"}});
+  h.add("second", "python_hook",
+        {{"script", script.string()}, {"class", "Hook"}, {"args", R"({"tag": "b", "scale": 21})"}});
+  EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+  using hookhost::testing::info_lines;
+  EXPECT_THAT(info_lines(h.log(), "first"), ElementsAre("a 2 losses 10 made 2")) << h.log();
+  EXPECT_THAT(info_lines(h.log(), "second"), ElementsAre("b 42 losses 10 made 2"));
+}
+
+// ---- isolation = process --------------------------------------------------------------------
+
+TEST_F(PythonHook, SandboxedTheWholeLifecycleRunsInARunnerProcess) {
+  HookTest t = hook("sandboxed", R"(
+import os, hookhost
+class Hook(hookhost.SessionRunHook):
+    def __init__(self, host_pid): self.host_pid = host_pid
+    def begin(self): print("in another process", os.getpid() != self.host_pid)
+    def before_run(self, run_context):
+        return hookhost.SessionRunArgs(["loss", "weights"], feed_dict={"learning_rate": 0.5})
+    def after_run(self, run_context, run_values):
+        loss, weights = run_values.results
+        print("step", hookhost.global_step(), "%.3f" % loss, weights.tolist())
+    def end(self, session): print("end", session.outcome)
+)");
+  t.set("args", "{\"host_pid\": " + std::to_string(::getpid()) + "}");
+  t.isolation(hookhost::Isolation::process).steps(2);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+  EXPECT_THAT(run.trace(),
+              ElementsAre("begin", "after_create_session", "before_run@1", "after_run@1",
+                          "before_run@2", "after_run@2", "before_run@3", "end"));
+  EXPECT_EQ(run.fed(1).count("learning_rate"), 1u);
+  EXPECT_THAT(run.log_lines("info"),
+              ElementsAre("in another process True", "step 1 1.000 [1.0, 2.0, 3.0]",
+                          "step 2 0.500 [1.0, 2.0, 3.0]", "end completed"));
+}
+
+TEST_F(PythonHook, SandboxedAnOsExitIsContainedAndOnCrashDecides) {
+  const std::string source = R"(
+import os, hookhost
+class Hook(hookhost.SessionRunHook):
+    def after_run(self, run_context, run_values):
+        print("after", hookhost.global_step())
+        if hookhost.global_step() == 2: os._exit(3)
+)";
+  {
+    SCOPED_TRACE("on_crash = disable");
+    HookTest t = hook("exits", source);
+    t.isolation(hookhost::Isolation::process).set("on_crash", "disable").steps(4);
+    const RunResult run = t.run();
+    EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+    EXPECT_EQ(run.global_step, 4);  // the job went on without the hook
+    ASSERT_TRUE(run.failure) << run.log_text();
+    EXPECT_THAT(run.failure->message, HasSubstr("exited with status 3"));
+    EXPECT_TRUE(run.disabled);
+    // The line printed in the call that never returned went with the runner.
+    EXPECT_THAT(run.log_lines("info"), ElementsAre("after 1"));
+  }
+  {
+    SCOPED_TRACE("on_crash = restart");
+    HookTest t = hook("exits_restart", source);
+    t.isolation(hookhost::Isolation::process).set("on_crash", "restart").steps(4);
+    const RunResult run = t.run();
+    EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+    EXPECT_EQ(run.global_step, 4);
+    EXPECT_THAT(run.log_lines("info"), ElementsAre("after 1", "after 3", "after 4"));
+  }
+  {
+    SCOPED_TRACE("on_crash = stop");
+    HookTest t = hook("exits_stop", source);
+    t.isolation(hookhost::Isolation::process).set("on_crash", "stop").steps(4);
+    const RunResult run = t.run();
+    EXPECT_EQ(run.outcome, Outcome::stopped) << run.log_text();
+    EXPECT_EQ(run.global_step, 2);
+  }
+}
+
+// ---- the hookhost program -------------------------------------------------------------------
+
+class PythonHookProgram : public PythonHook {
+ protected:
+  void SetUp() override {
+    PythonHook::SetUp();
+    if (IsSkipped()) return;
+    jobs_ = fs::canonical(dir_) / "jobs";
+    elsewhere_ = fs::canonical(dir_) / "elsewhere";
+    fs::create_directories(jobs_ / "hooks");
+    fs::create_directories(jobs_ / "lib");
+    fs::create_directories(elsewhere_);
+  }
+  fs::path jobs_, elsewhere_;
+};
+
+TEST_F(PythonHookProgram, ScriptAndPythonPathAreTakenFromTheConfigFilesFolder) {
+  write_file(jobs_ / "lib" / "thresholds.py",
+             "def below(value, limit):\n    return value < limit\n");
+  write_file(jobs_ / "hooks" / "loss_hook.py", R"(
+import hookhost, thresholds  # thresholds is in lib/, which python_path names
+class LossHook(hookhost.SessionRunHook):
+    def before_run(self, run_context): return hookhost.SessionRunArgs("loss")
+    def after_run(self, run_context, run_values):
+        if thresholds.below(run_values.results, 50): run_context.request_stop()
+)");
+  write_file(jobs_ / "job.ini",
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 20\n\n"
+             "[hook.loss]\nplugin = python_hook\nscript = hooks/loss_hook.py\n"
+             "python_path = lib\nclass = LossHook\n");
+  const ProcessResult r = run_hookhost({"run", "--config", "../jobs/job.ini"}, elsewhere_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("job stopped (hook 'loss': LossHook.after_run called request_stop()"));
+}
+
+TEST_F(PythonHookProgram, AMissingScriptNamesWhatTheConfigSaidAndThePathTried) {
+  write_file(jobs_ / "job.ini",
+             "[workload]\nname = linreg\n\n[hook.loss]\nplugin = python_hook\n"
+             "script = hooks/missing.py\nclass = LossHook\n");
+  const ProcessResult r =
+      run_hookhost({"run", "--config", (jobs_ / "job.ini").string()}, elsewhere_);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, AllOf(HasSubstr("script: no such file hooks/missing.py (tried " +
+                                     (jobs_ / "hooks" / "missing.py").string()),
+                           HasSubstr("configuration file's folder")));
+}
+
+TEST_F(PythonHookProgram, StateSurvivesAKillNineAndTheJobContinuesFromItsCheckpoint) {
+  // The hook kills its own process with SIGKILL at step 13, once checkpoint 10 is on disk.
+  write_file(jobs_ / "counter.py", R"(
+import os, signal, time, hookhost
+class Counter(hookhost.SessionRunHook):
+    def __init__(self, kill_at):
+        self.kill_at, self.after_runs = kill_at, 0
+    def state_dict(self): return {"after_runs": self.after_runs}
+    def load_state_dict(self, state): self.after_runs = state["after_runs"]
+    def after_create_session(self, session, coord):
+        print("session at", session.global_step, "after_runs", self.after_runs)
+    def after_run(self, run_context, run_values):
+        self.after_runs += 1
+        marker = os.path.join(hookhost.run_dir(), "killed")
+        if hookhost.global_step() == self.kill_at and not os.path.exists(marker):
+            checkpoint = os.path.join(hookhost.run_dir(), "checkpoints", "model.ckpt-10")
+            deadline = time.time() + 60
+            while not os.path.exists(checkpoint) and time.time() < deadline:
+                time.sleep(0.01)
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+    def end(self, session): print("end at", session.global_step, "after_runs", self.after_runs)
+)");
+  write_file(jobs_ / "job.ini",
+             "[run]\nrun_dir = run\nkeep_checkpoints = 0\n\n[workload]\nname = linreg\n"
+             "epochs = 0\n\n[hook.counter]\nplugin = python_hook\nscript = counter.py\n"
+             "class = Counter\nargs = {\"kill_at\": 13}\n\n[hook.stop]\nplugin = stop_at_step\n"
+             "last_step = 30\n\n[hook.checkpoints]\nplugin = checkpoint_saver\nsave_steps = 5\n");
+  const std::vector<std::string> args{"run", "--config", (jobs_ / "job.ini").string()};
+  const ProcessResult killed = run_hookhost(args, elsewhere_);
+  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.err;
+  ASSERT_TRUE(fs::exists(jobs_ / "run" / "killed"));
+  EXPECT_THAT(killed.err, HasSubstr("[counter] [info] session at 0 after_runs 0"));
+
+  const ProcessResult resumed = run_hookhost(args, elsewhere_);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("model.ckpt-10 at global step 10"));
+  EXPECT_THAT(resumed.err, HasSubstr("[counter] [info] session at 10 after_runs 10"));
+  EXPECT_THAT(resumed.err, HasSubstr("[counter] [info] end at 30 after_runs 30"));
+  EXPECT_THAT(resumed.out, HasSubstr("(global step 10 -> 30)"));
+  const auto newest = hookhost::restore_latest_checkpoint(jobs_ / "run" / "checkpoints");
+  ASSERT_TRUE(newest && !newest->file.empty());
+  EXPECT_EQ(newest->checkpoint.global_step, 30);
+  ASSERT_EQ(newest->checkpoint.hook_states.count("counter"), 1u);
+  EXPECT_EQ(newest->checkpoint.hook_states.at("counter").bytes, R"({"after_runs": 30})");
+}
+
+TEST_F(PythonHookProgram, TheLossHookExampleStopsAtItsThresholdFromAnyFolder) {
+  const fs::path ini = fs::path(HOOKHOST_SOURCE_DIR) / "examples" / "python" / "loss_hook.ini";
+  const ProcessResult r = run_hookhost(
+      {"run", "--config", ini.string(), "--run-dir", (dir_ / "run").string()}, elsewhere_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex(R"(hookhost: job stopped \(hook 'loss': LossHook\.after_run called )"
+                 R"(request_stop\(\) at global step (\d+)\))")))
+      << r.out;
+  EXPECT_LT(std::stoi(m[1]), 200) << "the threshold, not the step limit, stopped it";
+  EXPECT_THAT(r.err, HasSubstr("[loss] [info] step=" + std::string(m[1])));
 }
 
 // The example files in examples/python/ run as their comments say.

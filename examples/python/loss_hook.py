@@ -1,6 +1,6 @@
 # The LossHook of the TensorFlow 1.x SessionRunHook article, with only its import changed:
 # hookhost.train holds tf.train's hook names, so the class body is TensorFlow's unchanged.
-# Run it with: hookhost run --config examples/python/loss_hook.ini (from the repository root).
+# Run it with: hookhost run --config examples/python/loss_hook.ini (or scripts/demo-python.sh).
 import hookhost as tf
 
 class LossHook(tf.train.SessionRunHook):

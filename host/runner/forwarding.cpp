@@ -199,6 +199,10 @@ const void* fwd_get_service(const hh_host* h, const char* id) {
     return &instance->summary;
   if (std::strcmp(id, HH_SERVICE_STEPS) == 0 && (instance->services & sandbox::kOffersSteps))
     return &instance->steps;
+  if (std::strcmp(id, HH_SERVICE_JOB) == 0 && (instance->services & sandbox::kOffersJob))
+    return &instance->job;
+  if (std::strcmp(id, HH_SERVICE_DIST) == 0 && (instance->services & sandbox::kOffersDist))
+    return &instance->dist;
   return nullptr;
 }
 
@@ -248,13 +252,8 @@ void put_error(Writer& w, const hh_error* err) {
   w.put<uint32_t>(err ? err->struct_size : 0);
 }
 
-hh_status error_reply(const Instance& instance, const Writer& w, hh_error* err) {
-  Reply reply(call_host(instance, w));
-  const auto status = reply.in().get<int32_t>();
-  const auto code = reply.in().get<int32_t>();
-  const std::string_view message = reply.in().get_bytes();
-  if (!reply.ok() || !reply.in().complete()) return HH_ERROR;
-  // The host wrote into its copy only what it would have written into the plugin's buffer.
+// The host wrote into its copy only what it would have written into the plugin's buffer.
+void copy_error(hh_error* err, int32_t code, std::string_view message) {
   if (err && err->struct_size >= HH_ERROR_SIZE_1_0) {
     if (!message.empty()) {
       const size_t n = std::min(message.size(), size_t{HH_ERROR_MESSAGE_SIZE - 1});
@@ -263,6 +262,15 @@ hh_status error_reply(const Instance& instance, const Writer& w, hh_error* err) 
     }
     if (code != 0) err->code = code;
   }
+}
+
+hh_status error_reply(const Instance& instance, const Writer& w, hh_error* err) {
+  Reply reply(call_host(instance, w));
+  const auto status = reply.in().get<int32_t>();
+  const auto code = reply.in().get<int32_t>();
+  const std::string_view message = reply.in().get_bytes();
+  if (!reply.ok() || !reply.in().complete()) return HH_ERROR;
+  copy_error(err, code, message);
   return status;
 }
 
@@ -338,9 +346,84 @@ hh_status fwd_steps_publish_last_step(const hh_host* h, int64_t last_step) {
   return ask_i32(*instance, w, HH_ERROR);
 }
 
+const char* fwd_job_config_dir(const hh_host* h) {
+  const Instance* instance = instance_of(h, "hh.job/1 config_dir");
+  return instance ? instance->config_dir.c_str() : "";
+}
+
 int64_t fwd_steps_last_step(const hh_host* h) {
   const Instance* instance = instance_of(h, "hh.steps/1 last_step");
   return instance ? ask_i64(*instance, request_for(ServiceOp::steps_last_step), -1) : -1;
+}
+
+// rank, world_size and is_chief in one round trip; `field` picks one, `fallback` when the host
+// cannot be asked.
+int32_t dist_group_field(const hh_host* h, const char* function, int field, int32_t fallback) {
+  const Instance* instance = instance_of(h, function);
+  if (!instance) return fallback;
+  Reply reply(call_host(*instance, request_for(ServiceOp::dist_group)));
+  int32_t fields[3];
+  for (int32_t& f : fields) f = reply.in().get<int32_t>();
+  return reply.ok() && reply.in().complete() ? fields[field] : fallback;
+}
+
+int32_t fwd_dist_rank(const hh_host* h) {
+  return dist_group_field(h, "hh.dist/1 rank", 0, -1);
+}
+
+int32_t fwd_dist_world_size(const hh_host* h) {
+  return dist_group_field(h, "hh.dist/1 world_size", 1, 0);
+}
+
+int32_t fwd_dist_is_chief(const hh_host* h) {
+  return dist_group_field(h, "hh.dist/1 is_chief", 2, 0);
+}
+
+// The values travel both ways. A NULL pointer or a count beyond HH_DIST_MAX_COUNT is sent without
+// them (nothing past the limit is read), for the host to refuse with its own message.
+hh_status dist_values_call(const hh_host* h, const char* function, ServiceOp op, double* values,
+                           size_t count, int32_t op_or_root, hh_error* err) {
+  const Instance* instance = instance_of(h, function);
+  if (!instance) return HH_ERROR;
+  Writer w = request_for(op);
+  const bool carried = values && count > 0 && count <= HH_DIST_MAX_COUNT;
+  w.put<uint8_t>(values ? 1 : 0);
+  w.put<uint64_t>(count);
+  w.put<uint8_t>(carried ? 1 : 0);
+  if (carried) w.put_bytes(values, count * sizeof(double));
+  w.put<int32_t>(op_or_root);
+  put_error(w, err);
+  Reply reply(call_host(*instance, w));
+  const auto status = reply.in().get<int32_t>();
+  const auto code = reply.in().get<int32_t>();
+  const std::string_view message = reply.in().get_bytes();
+  const std::string_view result = reply.in().get_bytes();
+  if (!reply.ok() || !reply.in().complete()) return HH_ERROR;
+  const bool back = status == HH_OK && carried;
+  if (result.size() != (back ? count * sizeof(double) : 0)) return HH_ERROR;
+  copy_error(err, code, message);
+  if (back) std::memcpy(values, result.data(), result.size());
+  return status;
+}
+
+hh_status fwd_dist_allreduce(const hh_host* h, double* values, size_t count, int32_t op,
+                             hh_error* err) {
+  return dist_values_call(h, "hh.dist/1 allreduce", ServiceOp::dist_allreduce, values, count, op,
+                          err);
+}
+
+hh_status fwd_dist_broadcast(const hh_host* h, double* values, size_t count, int32_t root,
+                             hh_error* err) {
+  return dist_values_call(h, "hh.dist/1 broadcast", ServiceOp::dist_broadcast, values, count, root,
+                          err);
+}
+
+hh_status fwd_dist_barrier(const hh_host* h, hh_error* err) {
+  const Instance* instance = instance_of(h, "hh.dist/1 barrier");
+  if (!instance) return HH_ERROR;
+  Writer w = request_for(ServiceOp::dist_barrier);
+  put_error(w, err);
+  return error_reply(*instance, w, err);
 }
 
 }  // namespace
@@ -371,6 +454,9 @@ Instance::Instance() {
   summary = {HH_SUMMARY_SERVICE_SIZE, &fwd_summary_add_scalar, &fwd_summary_add_session_log,
              &fwd_summary_flush};
   steps = {HH_STEPS_SERVICE_SIZE, &fwd_steps_publish_last_step, &fwd_steps_last_step};
+  job = {HH_JOB_SERVICE_SIZE, &fwd_job_config_dir};
+  dist = {HH_DIST_SERVICE_SIZE, &fwd_dist_rank, &fwd_dist_world_size, &fwd_dist_is_chief,
+          &fwd_dist_allreduce, &fwd_dist_broadcast, &fwd_dist_barrier};
 }
 
 std::optional<std::vector<std::byte>> call_host(const Instance& instance, const Writer& request) {

@@ -5,6 +5,8 @@
 // plugin thread go over the side channel, one at a time, and work at any time.
 #pragma once
 
+#include <hookhost/ext/dist.h>
+#include <hookhost/ext/job.h>
 #include <hookhost/hookhost.h>
 
 #include <cstdint>
@@ -36,6 +38,7 @@ struct Instance {
   uint32_t id = 0;
   std::string name;
   std::string run_dir;
+  std::string config_dir;  // hh.job/1's answer, sent with the create message
   std::string plugin_id;
   uint32_t services = 0;  // kOffers* bits
 
@@ -45,6 +48,8 @@ struct Instance {
   hh_checkpoint_service checkpoint{};
   hh_summary_service summary{};
   hh_steps_service steps{};
+  hh_job_service job{};
+  hh_dist_service dist{};
 
   hh_hook* hook = nullptr;
   // The callbacks, copied once as the host does.

@@ -185,6 +185,7 @@ class Runner {
     inst.id = message.instance;
     inst.name = in.get_bytes();
     inst.run_dir = in.get_bytes();
+    inst.config_dir = in.get_bytes();
     inst.plugin_id = in.get_bytes();
     inst.services = in.get<uint32_t>();
     // create() gets the parameters as hh_param_value, exactly as in the host.

@@ -30,11 +30,12 @@ struct ProcessResult {
 
 class Process {
  public:
-  // Starts `hookhost args...` in `cwd`; `env` entries ("NAME=value") are added to the environment.
+  // Starts `program args...` (by default the hookhost program) in `cwd`; `env` entries
+  // ("NAME=value") are added to the environment.
   Process(const std::vector<std::string>& args, const fs::path& cwd,
-          const std::vector<std::string>& env = {})
+          const std::vector<std::string>& env = {}, const fs::path& program = {})
       : out_(cwd / ".stdout"), err_(cwd / ".stderr") {
-    const fs::path binary = hookhost_binary();
+    const fs::path binary = program.empty() ? hookhost_binary() : program;
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {

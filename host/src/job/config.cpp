@@ -470,6 +470,9 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
                             e.key);
         }
         cfg.distributed_source = e.source;
+      } else if (e.key == "collective_timeout_ms") {
+        cfg.collective_timeout_ms = static_cast<uint32_t>(
+            run_integer(e, at, 1, 86400000, " (how long hh.dist/1 waits for the other processes)"));
       } else if (e.key == "allow_insecure_plugins") {
         auto b = parse_bool(e.value);
         if (!b)
@@ -499,7 +502,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
                  "on_error, max_state_mb, checkpoint_dir, keep_checkpoints, time_every_n_steps, "
                  "allow_insecure_plugins, allowed_plugins, isolation, isolation_group, "
                  "call_timeout_ms, memory_limit_mb, on_crash, max_restarts, "
-                 "untrusted, distributed)",
+                 "untrusted, distributed, collective_timeout_ms)",
             e.key);
       }
     } else if (e.section == "workload") {

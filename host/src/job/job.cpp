@@ -424,6 +424,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     RankSelection ranks;
   };
   std::vector<Planned> planned;
+  // Every enabled hook, in config order, and whether it runs on this process: hh.dist/1's groups.
+  std::vector<std::pair<const HookConfig*, bool>> runs_here;
   for (const HookConfig& hook : cfg.hooks) {
     const DiscoveredPlugin* d = found.find(hook.plugin);
     const auto hook_where = [&](const std::string& key) { return cfg.where(hook, key); };
@@ -475,6 +477,12 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                           : " processes (ranks 0 to " + std::to_string(world - 1) + ")") +
               "; list ranks below " + std::to_string(world) + ", or use chief or all",
           "ranks");
+    runs_here.emplace_back(&hook, ranks.includes(rank));
+    if (comm && rank == 0 && d->metadata.id == "global_step_waiter")
+      log.warn(
+          "hook '{}' (global_step_waiter): in a distributed job every process steps together, so "
+          "a waiter that holds one process back holds back all of them (docs/distributed.md)",
+          hook.name);
     if (!ranks.includes(rank)) {
       // Checked here too, so every process reports the same mistakes; loaded where it runs only.
       resolve_checked(d->metadata, hook.name, hook.params, hook_where);
@@ -509,6 +517,14 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   }
 
   planning.passed();
+
+  // Each hook instance's own communicator over the processes that run it, so one hook's
+  // collectives never meet another's or the job's. Every process splits once per enabled hook,
+  // in the same order: a split is collective over the whole job.
+  std::map<const HookConfig*, std::shared_ptr<Communicator>> hook_groups;
+  if (comm)
+    for (const auto& [hook, member] : runs_here)
+      if (std::shared_ptr<Communicator> group = comm->split(member)) hook_groups[hook] = group;
 
   // The run directory, and the checkpoint folder the checkpoint saver writes to. In a distributed
   // job it is the chief's; every other process writes its hooks' outputs to a folder of its own,
@@ -589,6 +605,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
 
   RuntimeOptions ro;
   ro.run_dir = p.run_dir;
+  ro.config_dir = cfg.file ? fs::absolute(*cfg.file).parent_path() : fs::path();
   ro.logger = p.log;
   ro.max_state_bytes = cfg.max_state_bytes;
   ro.checkpoint_dir = checkpoint_dir;
@@ -596,6 +613,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   ro.keep_checkpoints = cfg.keep_checkpoints;
   ro.time_every_n_steps = cfg.time_every_n_steps;
   ro.communicator = p.options.communicator;
+  ro.collective_timeout = std::chrono::milliseconds(cfg.collective_timeout_ms);
   ro.on_recover = [dir = checkpoint_dir, log = p.log, comm, rank](Runtime& rt) {
     // The recreated session continues from the newest checkpoint, as TensorFlow's does, and every
     // hook's state goes back to that same moment, so no hook counts a replayed step twice.
@@ -620,6 +638,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                           item.hook->on_error.value_or(cfg.on_error)};
     settings.on_crash = item.isolation.on_crash;
     settings.max_restarts = item.isolation.max_restarts;
+    if (auto group = hook_groups.find(item.hook); group != hook_groups.end())
+      settings.group = group->second;
     // In-process, the watchdog names a call over its limit; a runner enforces its own.
     if (item.isolation.isolation == Isolation::in_process)
       settings.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);
@@ -676,8 +696,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   // The effective configuration, every default filled in.
   log.info("configuration: {}", config_name);
   if (comm)
-    log.info("  [run] distributed = mpi: rank {} of {} processes{}", rank, world,
-             rank == 0 ? " (the chief)" : "");
+    log.info("  [run] distributed = mpi: rank {} of {} processes{}, collective_timeout_ms = {}",
+             rank, world, rank == 0 ? " (the chief)" : "", cfg.collective_timeout_ms);
   log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", p.run_dir.string(), cfg.log_level,
            policy_name(cfg.on_error));
   std::string dir_text;

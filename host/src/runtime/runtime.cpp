@@ -89,6 +89,8 @@ class EntryGuard {
 Runtime::Impl::Impl(Session& s, RuntimeOptions o)
     : session(s), options(std::move(o)), services(options.services) {
   log = options.logger ? options.logger : default_logger();
+  // One process is not a distributed job: no collective per step.
+  if (options.communicator && options.communicator->size() < 2) options.communicator.reset();
 }
 
 void Runtime::Impl::request_stop(hh_stop_cause cause, const std::string& reason) {
@@ -106,16 +108,17 @@ void Runtime::Impl::fail_job(const std::string& reason) {
   failure_reason = reason;
 }
 
-std::unique_ptr<HostServices> Runtime::Impl::make_services(const std::string& instance,
+std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& settings,
                                                            const std::string& plugin_id,
                                                            uint32_t state_version) {
   auto s = std::make_unique<HostServices>();
   s->owner = this;
-  s->instance_name = instance;
+  s->instance_name = settings.instance_name;
+  s->group = settings.group;
   s->plugin_id = plugin_id;
   s->state_version = state_version;
   s->run_dir = options.run_dir.string();
-  s->logger = log->clone(instance);
+  s->logger = log->clone(settings.instance_name);
   HostTable::fill(*s);
   adopt_restored_state(*s);  // before create(), so state_get there sees it
   return s;
@@ -755,8 +758,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
                             plugin->metadata().id + "', " + plugin->file().string() + ")";
   check_can_add(m, settings.instance_name);
   const hh_plugin_entry& entry = plugin->entry();
-  auto services =
-      m.make_services(settings.instance_name, plugin->metadata().id, entry.state_version);
+  auto services = m.make_services(settings, plugin->metadata().id, entry.state_version);
   ResolvedParams::CValues c_params = params.c_values();
   std::vector<hh_param_value>& values = c_params.values;
   hh_create_args args{};
@@ -810,7 +812,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
 void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings) {
   check_can_add(*impl_, settings.instance_name);
   auto slot = std::make_unique<Slot>();
-  slot->services = impl_->make_services(settings.instance_name, hook->plugin_id(), 1);
+  slot->services = impl_->make_services(settings, hook->plugin_id(), 1);
   slot->settings = std::move(settings);
   slot->dispatch = std::move(hook);
   add_slot(*impl_, std::move(slot));
@@ -820,7 +822,7 @@ void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, Hoo
                        const DispatchFactory& make) {
   Impl& m = *impl_;
   check_can_add(m, settings.instance_name);
-  auto services = m.make_services(settings.instance_name, plugin_id, state_version);
+  auto services = m.make_services(settings, plugin_id, state_version);
   std::unique_ptr<HookDispatch> dispatch;
   {
     const HostServices* previous = t_current_call;

@@ -41,6 +41,10 @@ struct HostServices {
   std::string blame_name;  // "hook 'X' (plugin 'id', FILE)", prepared for a crash's last words
   std::shared_ptr<spdlog::logger> logger;
   std::atomic<bool> ended{false};  // end() returned: state_put, request_stop, services refuse
+  // hh.dist/1: the processes that run this instance (null: this process alone), and, once a
+  // collective failed, why every later one is refused (training thread only).
+  std::shared_ptr<Communicator> group;
+  std::string dist_unusable;
 
   mutable std::mutex state_mutex;
   bool has_state = false;
@@ -213,7 +217,7 @@ struct Runtime::Impl {
   }
   void rebuild_step_slots();
 
-  std::unique_ptr<HostServices> make_services(const std::string& instance,
+  std::unique_ptr<HostServices> make_services(const HookSettings& settings,
                                               const std::string& plugin_id, uint32_t state_version);
   std::map<std::string, SavedHookState> collect_hook_states() const;
 

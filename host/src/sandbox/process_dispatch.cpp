@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <hookhost/ext/checkpoint.h>
+#include <hookhost/ext/dist.h>
+#include <hookhost/ext/job.h>
 #include <hookhost/ext/steps.h>
 #include <hookhost/ext/summary.h>
 
@@ -47,11 +49,16 @@ std::vector<std::byte> create_payload(const std::string& instance_name, const hh
   Writer w;
   w.put_text(instance_name);
   w.put_text(host.run_dir(&host));
+  // hh.job/1 answers in the runner from this copy, without a round trip.
+  const auto* job = static_cast<const hh_job_service*>(host.get_service(&host, HH_SERVICE_JOB));
+  w.put_text(job ? job->config_dir(&host) : "");
   w.put_text(plugin_id);
   uint32_t services = 0;
+  if (job) services |= kOffersJob;
   if (host.get_service(&host, HH_SERVICE_CHECKPOINT)) services |= kOffersCheckpoint;
   if (host.get_service(&host, HH_SERVICE_SUMMARY)) services |= kOffersSummary;
   if (host.get_service(&host, HH_SERVICE_STEPS)) services |= kOffersSteps;
+  if (host.get_service(&host, HH_SERVICE_DIST)) services |= kOffersDist;
   w.put<uint32_t>(services);
   const ResolvedParams::CValues values = params.c_values();
   w.put<uint32_t>(static_cast<uint32_t>(values.values.size()));

@@ -41,6 +41,10 @@ const char* service_op_name(ServiceOp op) {
     case ServiceOp::summary_flush: return "hh.summary/1 flush";
     case ServiceOp::steps_publish_last_step: return "hh.steps/1 publish_last_step";
     case ServiceOp::steps_last_step: return "hh.steps/1 last_step";
+    case ServiceOp::dist_group: return "hh.dist/1 rank, world_size, is_chief";
+    case ServiceOp::dist_allreduce: return "hh.dist/1 allreduce";
+    case ServiceOp::dist_broadcast: return "hh.dist/1 broadcast";
+    case ServiceOp::dist_barrier: return "hh.dist/1 barrier";
   }
   return "unknown";
 }

@@ -35,7 +35,7 @@
 namespace hookhost::sandbox {
 
 inline constexpr uint32_t kFrameMagic = 0x42534848;  // "HHSB" in memory order
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 
 // A frame fits the default AF_UNIX send buffer (212992 bytes); a longer message is cut into
 // frames. A message is never longer than kMaxMessageBytes: a larger one is refused unread.
@@ -108,6 +108,10 @@ enum class ServiceOp : uint16_t {
   summary_flush,
   steps_publish_last_step,
   steps_last_step,
+  dist_group,
+  dist_allreduce,
+  dist_broadcast,
+  dist_barrier,
 };
 const char* service_op_name(ServiceOp op);
 
@@ -115,6 +119,8 @@ const char* service_op_name(ServiceOp op);
 inline constexpr uint32_t kOffersCheckpoint = 1;
 inline constexpr uint32_t kOffersSummary = 2;
 inline constexpr uint32_t kOffersSteps = 4;
+inline constexpr uint32_t kOffersJob = 8;
+inline constexpr uint32_t kOffersDist = 16;
 
 // How a plugin function ended in the runner.
 enum class CallEnd : uint8_t { returned = 0, exception = 1, unknown_exception = 2 };

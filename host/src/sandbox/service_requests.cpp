@@ -4,6 +4,7 @@
 #include "service_requests.hpp"
 
 #include <hookhost/ext/checkpoint.h>
+#include <hookhost/ext/dist.h>
 #include <hookhost/ext/steps.h>
 #include <hookhost/ext/summary.h>
 
@@ -60,6 +61,44 @@ void put_error_reply(Writer& reply, hh_status status, const ErrorArgument& err) 
 template <typename Table>
 const Table* service(const hh_host& host, const char* id) {
   return static_cast<const Table*>(host.get_service(&host, id));
+}
+
+// The values of an hh.dist/1 allreduce or broadcast: u8 has values (the plugin's pointer was not
+// NULL), u64 count, u8 carried, then count doubles when carried. The runner carries them when
+// there are any and the count is within HH_DIST_MAX_COUNT; otherwise the host's own check refuses
+// the count before any value is read.
+struct DistValues {
+  bool has_values = false;
+  bool carried = false;
+  uint64_t count = 0;
+  std::vector<double> values;
+  double* get() {
+    if (!has_values) return nullptr;
+    return carried && !values.empty() ? values.data() : &empty;
+  }
+  double empty = 0;
+};
+
+bool get_dist_values(Reader& in, DistValues& out) {
+  out.has_values = in.get<uint8_t>() != 0;
+  out.count = in.get<uint64_t>();
+  out.carried = in.get<uint8_t>() != 0;
+  if (!out.carried) return !out.has_values || out.count > HH_DIST_MAX_COUNT || out.count == 0;
+  const std::string_view bytes = in.get_bytes();
+  if (!out.has_values || out.count > HH_DIST_MAX_COUNT ||
+      bytes.size() != out.count * sizeof(double))
+    return false;
+  out.values.resize(out.count);
+  if (!bytes.empty()) std::memcpy(out.values.data(), bytes.data(), bytes.size());
+  return true;
+}
+
+// The status, the error and, when the call succeeded, the values back.
+void put_dist_reply(Writer& reply, hh_status status, const ErrorArgument& err,
+                    const DistValues& values) {
+  put_error_reply(reply, status, err);
+  const bool back = status == HH_OK && values.carried;
+  reply.put_bytes(values.values.data(), back ? values.values.size() * sizeof(double) : 0);
 }
 
 }  // namespace
@@ -266,6 +305,37 @@ bool serve_request(const hh_host& host, hh_run_request* request, Reader& in, Wri
       if (!in.complete()) return malformed();
       const auto* svc = service<hh_steps_service>(host, HH_SERVICE_STEPS);
       reply.put<int64_t>(svc ? svc->last_step(&host) : -1);
+      return true;
+    }
+    case ServiceOp::dist_group: {
+      if (!in.complete()) return malformed();
+      const auto* svc = service<hh_dist_service>(host, HH_SERVICE_DIST);
+      reply.put<int32_t>(svc ? svc->rank(&host) : -1);
+      reply.put<int32_t>(svc ? svc->world_size(&host) : 0);
+      reply.put<int32_t>(svc ? svc->is_chief(&host) : 0);
+      return true;
+    }
+    case ServiceOp::dist_allreduce:
+    case ServiceOp::dist_broadcast: {
+      DistValues values;
+      const bool values_ok = get_dist_values(in, values);
+      const auto op_or_root = in.get<int32_t>();
+      ErrorArgument err = get_error(in);
+      if (!values_ok || !in.complete()) return malformed();
+      const auto* svc = service<hh_dist_service>(host, HH_SERVICE_DIST);
+      hh_status status = HH_ERROR;
+      if (svc && op == ServiceOp::dist_allreduce)
+        status = svc->allreduce(&host, values.get(), values.count, op_or_root, err.get());
+      else if (svc)
+        status = svc->broadcast(&host, values.get(), values.count, op_or_root, err.get());
+      put_dist_reply(reply, status, err, values);
+      return true;
+    }
+    case ServiceOp::dist_barrier: {
+      ErrorArgument err = get_error(in);
+      if (!in.complete()) return malformed();
+      const auto* svc = service<hh_dist_service>(host, HH_SERVICE_DIST);
+      put_error_reply(reply, svc ? svc->barrier(&host, err.get()) : HH_ERROR, err);
       return true;
     }
   }

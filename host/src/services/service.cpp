@@ -70,7 +70,8 @@ const void* ServiceRegistry::find(std::string_view id) const {
   if (auto it = embedder_.find(id); it != embedder_.end()) return it->second;
   for (const HostService* s :
        {static_cast<const HostService*>(&steps), static_cast<const HostService*>(&checkpoints),
-        static_cast<const HostService*>(&summaries)})
+        static_cast<const HostService*>(&summaries), static_cast<const HostService*>(&job),
+        static_cast<const HostService*>(&dist)})
     if (s->id() == id) return s->table();
   return nullptr;
 }

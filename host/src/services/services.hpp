@@ -1,11 +1,16 @@
 // The services every job offers its hooks, as objects behind HostService (service.hpp): the
 // hh_host table itself, hh.steps/1, hh.checkpoint/1 (requests only: the runtime writes at the
-// step boundary) and hh.summary/1. The registry answers get_service, embedder tables first.
+// step boundary), hh.summary/1, hh.job/1 and hh.dist/1. The registry answers get_service,
+// embedder tables first.
 #pragma once
+
+#include <hookhost/ext/dist.h>
+#include <hookhost/ext/job.h>
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "service.hpp"
@@ -71,6 +76,38 @@ class SummaryService final : public HostService {
   hh_status flush(HostServices& caller, const char* dir, hh_error* error);
 };
 
+// hh.job/1: the configuration file's folder, from RuntimeOptions::config_dir (job_service.cpp).
+class JobService final : public HostService {
+ public:
+  std::string_view id() const override { return HH_SERVICE_JOB; }
+  const void* table() const override;
+
+  const char* config_dir(HostServices& caller);
+
+ private:
+  std::string start_dir_ = working_directory();  // when the runtime was made
+  std::once_flag once_;
+  std::string config_dir_;
+  static std::string working_directory();
+};
+
+// hh.dist/1: collectives over the processes that run the calling instance (HostServices::group),
+// each bounded by RuntimeOptions::collective_timeout (dist_service.cpp).
+class DistService final : public HostService {
+ public:
+  std::string_view id() const override { return HH_SERVICE_DIST; }
+  const void* table() const override;
+
+  int32_t rank(HostServices& caller);
+  int32_t world_size(HostServices& caller);
+  int32_t is_chief(HostServices& caller);
+  hh_status allreduce(HostServices& caller, double* values, size_t count, int32_t op,
+                      hh_error* error);
+  hh_status broadcast(HostServices& caller, double* values, size_t count, int32_t root,
+                      hh_error* error);
+  hh_status barrier(HostServices& caller, hh_error* error);
+};
+
 // get_service's answers for one job.
 class ServiceRegistry {
  public:
@@ -83,6 +120,8 @@ class ServiceRegistry {
   StepsService steps;
   CheckpointService checkpoints;
   SummaryService summaries;
+  JobService job;
+  DistService dist;
 
  private:
   std::map<std::string, const void*, std::less<>> embedder_;

@@ -691,6 +691,7 @@ RunResult HookTest::execute(const Prepared& p, bool run_steps) {
   ScriptedWorkload session(script_, run.session_runs);
   RuntimeOptions options;
   options.run_dir = run.run_dir;
+  options.config_dir = fs::current_path();  // no configuration file: the working directory
   options.logger = logger;
   options.recovery_backoff = std::chrono::milliseconds(1);
   options.checkpoint_dir = kCheckpointFolder;

@@ -83,6 +83,7 @@ struct JobConfig {
   Isolation untrusted = Isolation::in_process;
   Distribution distributed = Distribution::none;
   std::optional<ConfigSource> distributed_source;  // where [run] distributed was set
+  uint32_t collective_timeout_ms = 60000;  // RuntimeOptions::collective_timeout (hh.dist/1)
   bool allow_insecure_plugins = false;       // load plugins that fail the trust rules
   std::vector<std::string> allowed_plugins;  // when not empty, the only plugin ids hooks may use
   std::string workload = "linreg";

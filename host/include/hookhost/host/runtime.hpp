@@ -62,6 +62,9 @@ struct HookSettings {
   // A call running longer is named in the log (in-process) or killed with its process (another
   // isolation tier, which enforces it itself). 0: no limit.
   std::chrono::milliseconds call_timeout{0};
+  // hh.dist/1's group: the processes that run this instance, ranked in the job's order (a Job
+  // splits its communicator once per hook; an embedder does the same); null: this process alone.
+  std::shared_ptr<Communicator> group{};
 };
 
 enum class Outcome { completed, stopped, failed };
@@ -109,6 +112,9 @@ struct HookReport {
 
 struct RuntimeOptions {
   std::filesystem::path run_dir = ".";
+  // The configuration file's folder, which hh.job/1 gives plugins for their relative paths
+  // (relative: from the working directory); empty: the working directory.
+  std::filesystem::path config_dir;
   int max_recoveries = 3;  // consecutive recoveries of one step before the job fails
   std::chrono::milliseconds recovery_backoff{100};  // doubled after each consecutive recovery
   std::shared_ptr<spdlog::logger> logger;           // default: a logger named "hookhost"
@@ -134,6 +140,9 @@ struct RuntimeOptions {
   // it on every process after the same step, with that process's outcome and reason) and whether
   // a checkpoint is taken (the chief writes it, with every process's hook states).
   std::shared_ptr<Communicator> communicator;
+  // How long a hook's hh.dist/1 collective waits for the other processes of its group before it
+  // fails (and the service becomes unusable for that instance).
+  std::chrono::milliseconds collective_timeout{60000};
 };
 
 struct WrittenCheckpoint {

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import sys
-import threading
 import traceback
 import types
 
@@ -61,6 +60,11 @@ class SessionRunValues(collections.namedtuple("SessionRunValues",
 class SessionRunContext:
     """Given to before_run and after_run of one step."""
 
+    # Slots, so the plugin reads and resets them without dict lookups; a hook may still set
+    # attributes of its own.
+    __slots__ = ("_original_args", "_session", "_stop_requested", "_stop_asked", "__dict__",
+                 "__weakref__")
+
     def __init__(self, original_args, session, stop_requested=False):
         self._original_args = original_args
         self._session = session
@@ -103,29 +107,45 @@ train = types.SimpleNamespace(
 
 # ---- the bridge ------------------------------------------------------------------------------
 
-_local = threading.local()  # .instance: the _Instance whose call runs on this thread
+# The plugin puts _current() (the _Instance whose call runs on this thread, or None) and
+# _current_step() (that call's global step, or None) into this module before running it. They read
+# a C++ thread-local the plugin sets around each call: a threading.local set and cleared per call
+# would cost more than the hook's own calls.
+if "_current" not in globals():  # imported outside the plugin, e.g. to test a hook on its own
+    def _current():
+        return None
+
+    def _current_step():
+        return None
 
 
 def global_step():
     """The live global step of the job (in after_run it already counts the step that ran)."""
-    inst = getattr(_local, "instance", None)
-    return inst._global_step if inst is not None else 0
+    step = _current_step()
+    return 0 if step is None else step
 
 
 def run_dir():
     """The job's run directory."""
-    inst = getattr(_local, "instance", None)
+    inst = _current()
     return inst._run_dir if inst is not None else ""
 
 
 class _Session:
-    """The session given to after_create_session and end. There is no graph: no run()."""
+    """The session given to after_create_session, run contexts and end; one per session creation,
+    as TF passes its session. There is no graph: no run()."""
 
     def __init__(self, creation=0, global_step=0, outcome=None, reason=None):
         self.creation = creation
-        self.global_step = global_step
+        self._global_step = global_step
         self.outcome = outcome
         self.reason = reason
+
+    @property
+    def global_step(self):
+        """The live global step during a hook call, else the step the session was made at."""
+        step = _current_step()
+        return self._global_step if step is None else step
 
     def __repr__(self):
         return "hookhost session(creation=%r, global_step=%r, outcome=%r)" % (
@@ -151,18 +171,14 @@ class _StreamToLog:
         self._level = level
 
     def write(self, text):
-        inst = getattr(_local, "instance", None)
+        inst = _current()
         if inst is None:
             return self._original.write(text) if self._original is not None else len(text)
-        inst._partial[self._level] += text
-        *lines, rest = inst._partial[self._level].split("\n")
-        inst._partial[self._level] = rest
-        for line in lines:
-            inst._logs.append((self._level, line))
+        inst._write(self._level, text)
         return len(text)
 
     def flush(self):
-        if self._original is not None and getattr(_local, "instance", None) is None:
+        if self._original is not None and _current() is None:
             self._original.flush()
 
     def isatty(self):
@@ -174,7 +190,7 @@ class _StreamToLog:
 
 class _LogHandler(logging.Handler):
     def emit(self, record):
-        inst = getattr(_local, "instance", None)
+        inst = _current()
         if inst is None:
             return
         if record.levelno >= logging.ERROR:
@@ -223,18 +239,23 @@ def _describe(exc, frames=5, skip=0):
     return text
 
 
-_script_count = 0
+_scripts = {}  # path -> (mtime, size, module): instances of one script share its classes
 
 
-def _load_script(path):
-    global _script_count
+def _load_script(path, given):
     if not os.path.isfile(path):
-        raise _ConfigError("script: no such file %s (a relative path is taken from the working "
-                           "directory, %s)" % (path, os.getcwd()))
+        if os.path.isabs(given):
+            raise _ConfigError("script: no such file %s" % path)
+        raise _ConfigError("script: no such file %s (tried %s: a relative path is taken from the "
+                           "configuration file's folder, or from the working directory when the "
+                           "job has no configuration file)" % (given, path))
+    stat = os.stat(path)
+    loaded = _scripts.get(path)
+    if loaded is not None and loaded[:2] == (stat.st_mtime_ns, stat.st_size):
+        return loaded[2]
     folder = os.path.dirname(path)
     if folder not in sys.path:
         sys.path.insert(0, folder)  # so the script imports the modules beside it
-    _script_count += 1
     name = os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -245,17 +266,30 @@ def _load_script(path):
             e.filename, e.lineno, e.msg,
             ("\n    " + e.text.strip()) if e.text else "")) from None
     except BaseException as e:
-        raise _ConfigError("script: importing %s failed: %s" % (path, _describe(e, skip=1))) from None
+        raise _ConfigError("script: importing %s failed: %s" % (
+            path, _describe(e, skip=1))) from None
     sys.modules[name] = module
+    _scripts[path] = (stat.st_mtime_ns, stat.st_size, module)
     return module
 
 
-def _create(instance_name, script, module_name, class_name, args_json, python_path, run_dir_text,
+def _implements(hook, name):
+    """Whether the hook has its own `name`: SessionRunHook's no-op is never called."""
+    method = getattr(hook, name, None)
+    if method is None:
+        return False
+    return getattr(method, "__func__", None) is not getattr(SessionRunHook, name)
+
+
+def _create(inst, script, script_given, module_name, class_name, args_json, python_path,
             state_json):
-    """Called by the plugin's create(); returns an _Instance or raises _ConfigError."""
+    """Called by the plugin's create(), with `inst` as the running instance: makes the hook or
+    raises _ConfigError. `script` and `python_path` are absolute already."""
     _install_streams()
-    for folder in reversed(python_path):
-        folder = os.path.abspath(folder)
+    for folder, given in reversed(python_path):
+        if not os.path.isdir(folder):
+            inst._logs.append(("warn", "python_path: no folder %s%s" % (
+                folder, "" if given == folder else " (from '%s')" % given)))
         if folder not in sys.path:
             sys.path.insert(0, folder)
     try:
@@ -266,8 +300,8 @@ def _create(instance_name, script, module_name, class_name, args_json, python_pa
         raise _ConfigError("args: must be a JSON object of keyword arguments, not %s" %
                            type(args).__name__)
     if script:
-        source = os.path.abspath(script)
-        module = _load_script(source)
+        source = script
+        module = _load_script(script, script_given)
     else:
         source = module_name
         try:
@@ -283,15 +317,11 @@ def _create(instance_name, script, module_name, class_name, args_json, python_pa
         raise _ConfigError("class: %s defines no '%s'" % (source, class_name))
     if not callable(cls):
         raise _ConfigError("class: '%s' in %s is not callable" % (class_name, source))
-    inst = _Instance(instance_name, class_name, run_dir_text)
-    _local.instance = inst
     try:
         hook = cls(**args)
     except BaseException as e:
         raise _ConfigError("args: %s(**%s) failed: %s" % (class_name, args_json.strip(),
                                                           _describe(e, skip=1))) from None
-    finally:
-        _local.instance = None
     inst._hook = hook
     if state_json:
         loader = getattr(hook, "load_state_dict", None)
@@ -299,15 +329,13 @@ def _create(instance_name, script, module_name, class_name, args_json, python_pa
             inst._logs.append(("warn", "ignoring the saved state: %s has no load_state_dict"
                                % class_name))
         else:
-            _local.instance = inst
             try:
                 loader(json.loads(state_json))
             except BaseException as e:
                 raise _ConfigError("state: %s.load_state_dict failed: %s" % (
                     class_name, _describe(e, skip=1))) from None
-            finally:
-                _local.instance = None
-    return inst
+    inst._implements = (_implements(hook, "before_run"), _implements(hook, "after_run"),
+                        getattr(hook, "state_dict", None) is not None)
 
 
 def _flatten(fetches, names):
@@ -346,6 +374,10 @@ _FEED_DTYPES = {"float32": 1, "float64": 2, "int32": 3, "int64": 4, "uint8": 5, 
                 "float16": 8, "int8": 10, "int16": 11}
 
 
+def _feeds(feed_dict):
+    return [_feed(k, v) for k, v in feed_dict.items()]
+
+
 def _feed(name, value):
     if not isinstance(name, str):
         raise TypeError("feed_dict keys must be tensor names (str), got %s" % type(name).__name__)
@@ -358,106 +390,84 @@ def _feed(name, value):
 
 
 class _Instance:
-    """One hook object and what the plugin reads back after each call."""
+    """One hook object and what the plugin reads back after each call. The plugin runs
+    before_run and after_run itself; the rest goes through the methods below, which raise the
+    hook's exception for the plugin to report."""
 
     def __init__(self, instance_name, class_name, run_dir_text):
         self._name = instance_name
         self._class_name = class_name
         self._run_dir = run_dir_text
-        self._global_step = 0
         self._hook = None
+        # (level, text) lines for the host's log; None marks output still without its newline.
+        # The plugin keeps this very list and looks at its length after each call.
         self._logs = []
         self._partial = {"info": "", "warn": ""}
-        self._fetches = None
-        self._context = None
-        self._stop_by = None
+        self._pending = False
+        self._fetches = None  # before_run's fetches, when the plugin left them to _args
+        self._session = None
+        self._implements = (False, False, False)  # before_run, after_run, state_dict
 
-    # Each call returns (error text or None, stop reason or None, log lines, payload).
-    def _call(self, callback, global_step, fn, *args):
-        self._global_step = global_step
-        method = getattr(self._hook, callback, None)
-        payload = None
-        error = None
-        self._stop_by = None
-        _local.instance = self
-        try:
-            if method is not None:
-                payload = fn(method, *args)
-        except BaseException as e:  # SystemExit and KeyboardInterrupt too: this call's error
-            error = _describe(e, skip=2)
-        finally:
-            _local.instance = None
-            for level, rest in self._partial.items():
-                if rest:
-                    self._logs.append((level, rest))
-                    self._partial[level] = ""
-        logs, self._logs = self._logs, []
-        stop = None
-        if self._stop_by is not None:
-            stop = "%s.%s called request_stop() at global step %d" % (
-                self._class_name, self._stop_by, global_step)
-        return (error, stop, logs, payload if error is None else None)
+    def _write(self, level, text):
+        whole = self._partial[level] + text
+        *lines, rest = whole.split("\n")
+        self._partial[level] = rest
+        for line in lines:
+            self._logs.append((level, line))
+        if rest and not self._pending:
+            self._pending = True
+            self._logs.append(None)
 
-    def begin(self, step):
-        return self._call("begin", step, lambda m: m())
+    def _take_logs(self):
+        """The lines of the call that just ended, with output that had no final newline."""
+        for level, rest in self._partial.items():
+            if rest:
+                self._logs.append((level, rest))
+                self._partial[level] = ""
+        self._pending = False
+        lines = [line for line in self._logs if line is not None]
+        del self._logs[:]
+        return lines
 
-    def after_create_session(self, step, creation):
-        def run(method):
-            context = SessionRunContext(None, None)
-            method(_Session(creation, step), _Coordinator(context))
-            if context._stop_asked:
-                self._stop_by = "after_create_session"
-        return self._call("after_create_session", step, run)
+    def _begin(self):
+        method = getattr(self._hook, "begin", None)
+        if method is not None:
+            method()
 
-    def before_run(self, step, stop_requested):
-        self._fetches = None
-        self._context = SessionRunContext(SessionRunArgs(None), _Session(0, step), stop_requested)
+    def _after_create_session(self, creation, step):
+        """Returns whether the hook asked the coordinator to stop."""
+        self._session = _Session(creation, step)
+        context = SessionRunContext(None, None)
+        method = getattr(self._hook, "after_create_session", None)
+        if method is not None:
+            method(self._session, _Coordinator(context))
+        return context._stop_asked
 
-        def run(method):
-            args = method(self._context)
-            if self._context._stop_asked:
-                self._stop_by = "before_run"
-            if args is None:
-                return ([], [])
-            if not isinstance(args, SessionRunArgs) and not hasattr(args, "fetches"):
-                raise TypeError("before_run must return None or SessionRunArgs, not %s"
-                                % type(args).__name__)
-            names = _flatten(args.fetches, [])
-            feeds = [_feed(k, v) for k, v in (args.feed_dict or {}).items()]
-            self._fetches = args.fetches
-            self._context._original_args = args
-            return (names, feeds)
+    def _end(self, step, outcome, reason):
+        session = self._session if self._session is not None else _Session(0, step)
+        session.outcome = outcome
+        session.reason = reason
+        method = getattr(self._hook, "end", None)
+        if method is not None:
+            method(session)
 
-        return self._call("before_run", step, run)
+    def _args(self, args):
+        """What before_run returned, for the cases the plugin does not read itself: (fetch
+        names, feeds); the fetches are kept for _results."""
+        if not isinstance(args, SessionRunArgs) and not hasattr(args, "fetches"):
+            raise TypeError("before_run must return None or SessionRunArgs, not %s"
+                            % type(args).__name__)
+        names = _flatten(args.fetches, [])
+        feeds = [_feed(k, v) for k, v in (args.feed_dict or {}).items()]
+        self._fetches = args.fetches
+        return (names, feeds)
 
-    def after_run(self, step, stop_requested, values):
-        context = self._context or SessionRunContext(SessionRunArgs(None), None)
-        context._stop_requested = bool(stop_requested)
-        context._stop_asked = False
+    def _results(self, values):
+        return _rebuild(self._fetches, values)
 
-        def run(method):
-            results = _rebuild(self._fetches, values)
-            method(context, SessionRunValues(results, None, None))
-            if context._stop_asked:
-                self._stop_by = "after_run"
-
-        result = self._call("after_run", step, run)
-        self._context = None
-        return result
-
-    def end(self, step, outcome, reason):
-        return self._call("end", step, lambda m: m(_Session(0, step, outcome, reason)))
-
-    def state_json(self):
+    def _state_json(self):
         """The hook's state_dict() as JSON, or None when it has none."""
         getter = getattr(self._hook, "state_dict", None)
         if getter is None:
             return None
-        _local.instance = self
-        try:
-            return json.dumps(getter(), allow_nan=True)
-        except BaseException as e:
-            raise RuntimeError("%s.state_dict() failed: %s" % (self._class_name,
-                                                              _describe(e, skip=1))) from None
-        finally:
-            _local.instance = None
+        return json.dumps(getter(), allow_nan=True)

@@ -1,0 +1,53 @@
+// hh.job/1: the configuration file's folder, so a plugin takes its relative paths from where the
+// job's configuration is, not from wherever the program was started.
+#include <filesystem>
+#include <system_error>
+
+#include "runtime/runtime_impl.hpp"
+#include "services.hpp"
+
+namespace hookhost {
+
+namespace fs = std::filesystem;
+
+template <>
+JobService& service_detail::service_for<JobService>(HostServices& caller) {
+  return caller.owner->services.job;
+}
+
+std::string JobService::working_directory() {
+  std::error_code ec;
+  const fs::path dir = fs::current_path(ec);
+  return ec ? std::string("/") : dir.string();
+}
+
+const char* JobService::config_dir(HostServices& caller) {
+  // Made once: the text must stay put for as long as any plugin may hold it.
+  std::call_once(once_, [&] {
+    fs::path dir = caller.owner->options.config_dir;
+    if (dir.empty()) {
+      config_dir_ = start_dir_;
+      return;
+    }
+    if (dir.is_relative()) dir = fs::path(start_dir_) / dir;
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(dir, ec);  // "a/link/.." means what the OS means
+    dir = ec ? dir.lexically_normal() : real;
+    if (!dir.has_filename() && dir != dir.root_path()) dir = dir.parent_path();
+    config_dir_ = dir.string();
+  });
+  return config_dir_.c_str();
+}
+
+namespace {
+constexpr char kNoDir[] = "";
+const hh_job_service kJob = {
+    HH_JOB_SERVICE_SIZE,
+    entry<"hh.job/1 config_dir", AfterEnd::allowed, kNoDir, &JobService::config_dir>};
+}  // namespace
+
+const void* JobService::table() const {
+  return &kJob;
+}
+
+}  // namespace hookhost

@@ -1,0 +1,317 @@
+// Distributed jobs end to end: real `mpirun --oversubscribe -np N hookhost run` processes on the
+// built-in linreg workload, checked through the files each rank's hooks write and the program's
+// output. Open MPI refuses to run as root unless told; the two variables that allow it are set for
+// the launched job only.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "process.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// LeakSanitizer is off for the launched job only: Open MPI's own allocations at exit are not
+// hookhost's (AddressSanitizer and UBSan stay on in a sanitizer build).
+const std::vector<std::string> kMpiEnv = {
+    "ASAN_OPTIONS=detect_leaks=0", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+    // One machine: no network interfaces to probe.
+    "OMPI_MCA_btl=self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism=none"};
+
+class MpiJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    dir_ = fs::temp_directory_path() /
+           ("mpi_job_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!HasFailure()) fs::remove_all(dir_, ec);
+  }
+
+  std::vector<std::string> mpirun_args(int ranks, const std::vector<std::string>& args) const {
+    std::vector<std::string> all = {"--oversubscribe", "-np", std::to_string(ranks),
+                                    hookhost_binary().string(), "run"};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
+  ProcessResult mpirun(int ranks, const std::vector<std::string>& args) {
+    return Process(mpirun_args(ranks, args), dir_, kMpiEnv, HOOKHOST_MPIEXEC).wait();
+  }
+  ProcessResult single(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"run"};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_hookhost(all, dir_);
+  }
+  fs::path write_config(const std::string& name, const std::string& text) {
+    write_file(dir_ / name, text);
+    return dir_ / name;
+  }
+  // One scripted tracing hook per rank, each with its own trace file (trace-R.txt).
+  static std::string trace_hooks(int ranks, const std::string& extra = {}) {
+    std::string text;
+    for (int r = 0; r < ranks; ++r)
+      text += "[hook.trace" + std::to_string(r) +
+              "]\nplugin = scripted\nranks = " + std::to_string(r) + "\ntrace = trace-" +
+              std::to_string(r) + ".txt\n" + extra + "\n";
+    return text;
+  }
+  std::vector<std::string> trace(int rank) const {
+    return lines_of(dir_ / ("trace-" + std::to_string(rank) + ".txt"));
+  }
+  static std::string last_line_starting(const std::vector<std::string>& lines,
+                                        const std::string& prefix) {
+    std::string found;
+    for (const auto& line : lines)
+      if (line.find(prefix) != std::string::npos) found = line;
+    return found;
+  }
+  // "end outcome=... reason=..." without the instance name, which differs per rank.
+  static std::string end_line(const std::vector<std::string>& lines) {
+    const std::string line = last_line_starting(lines, " end outcome=");
+    const auto at = line.find("end outcome=");
+    return at == std::string::npos ? std::string() : line.substr(at);
+  }
+  // The columns of a history CSV but the wall time, by step.
+  static std::map<int64_t, std::vector<double>> history(const fs::path& file) {
+    std::map<int64_t, std::vector<double>> rows;
+    std::vector<std::string> lines = lines_of(file);
+    if (lines.empty()) return rows;
+    std::vector<std::string> header;
+    std::stringstream head(lines[0]);
+    for (std::string cell; std::getline(head, cell, ',');) header.push_back(cell);
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+      std::stringstream row(lines[i]);
+      std::vector<double> values;
+      int64_t step = -1;
+      std::size_t column = 0;
+      for (std::string cell; std::getline(row, cell, ','); ++column) {
+        if (column < header.size() && header[column] == "step") {
+          step = std::stoll(cell);
+        } else if (column < header.size() && header[column].find("time") == std::string::npos) {
+          values.push_back(std::stod(cell));
+        }
+      }
+      rows[step] = values;
+    }
+    return rows;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(MpiJob, TwoRanksStopTogetherAtLastStepWithOneReason) {
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 0\n"
+                                       "[hook.stop]\nplugin = stop_at_step\n"
+                                       "last_step = 30\n" +
+                                           trace_hooks(2));
+  const ProcessResult r =
+      mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto lines = trace(rank);
+    EXPECT_THAT(last_line_starting(lines, " after_run gs="), HasSubstr("after_run gs=29 live=30"))
+        << "rank " << rank;
+    EXPECT_THAT(end_line(lines), HasSubstr("end outcome=stopped"));
+    EXPECT_THAT(end_line(lines), HasSubstr("reached the step limit (last_step=30"));
+  }
+  EXPECT_EQ(end_line(trace(0)), end_line(trace(1)));
+  // The job's summary comes from the chief; the other rank prints one line.
+  EXPECT_EQ(count_occurrences(r.out, "hookhost: job stopped"), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hookhost: rank 1: job stopped"));
+  EXPECT_THAT(r.err, HasSubstr("[rank 1]"));
+}
+
+TEST_F(MpiJob, ChiefOnlyHooksWriteTheirOutputsOnce) {
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 0\n"
+                                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n"
+                                       "[hook.checkpoint_saver]\nsave_steps = 10\n"
+                                       "[hook.history_saver]\nevery_n_steps = 1\n"
+                                       "[hook.summary_saver]\nsave_steps = 5\n");
+  const ProcessResult r = mpirun(2, {"--config", config.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "checkpoints" / "model.ckpt-20"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "history.csv"));
+  EXPECT_EQ(lines_of(dir_ / "out" / "history.csv").size(), 21u);  // the header and 20 steps
+  // Rank 1 has a run directory of its own, and none of the chief's outputs in it.
+  ASSERT_TRUE(fs::is_directory(dir_ / "out" / "rank-1"));
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "out" / "rank-1"))
+    if (entry.path().filename() != ".hookhost.lock")
+      ADD_FAILURE() << "rank 1 wrote " << entry.path();
+  EXPECT_EQ(count_occurrences(r.err, "wrote checkpoint"), 3) << r.err;  // steps 0, 10 and 20
+}
+
+TEST_F(MpiJob, FourRanksHoldIdenticalModelsAndTrackOneProcess) {
+  const std::string common =
+      "[workload]\nepochs = 0\nbatch_size = 16\n"
+      "[hook.stop]\nplugin = stop_at_step\nlast_step = 60\n"
+      "[hook.history_saver]\nranks = all\nevery_n_steps = 1\ntensors = loss, bias, weights\n";
+  const fs::path distributed =
+      write_config("four.ini", "[run]\ndistributed = mpi\nrun_dir = four\n" + common);
+  const fs::path alone = write_config("one.ini", "[run]\nrun_dir = one\n" + common);
+  const ProcessResult four = mpirun(4, {"--config", distributed.string()});
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  const ProcessResult one = single({"--config", alone.string()});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+
+  const auto chief = history(dir_ / "four" / "history.csv");
+  ASSERT_EQ(chief.size(), 60u);
+  // Every replica made the same updates: its bias and weights equal the chief's, bit for bit.
+  for (int rank = 1; rank < 4; ++rank)
+    EXPECT_EQ(history(dir_ / "four" / ("rank-" + std::to_string(rank)) / "history.csv"), chief)
+        << "rank " << rank;
+  // The global batch is the same, summed in another order: the curve matches within rounding.
+  const auto reference = history(dir_ / "one" / "history.csv");
+  ASSERT_EQ(reference.size(), chief.size());
+  for (const auto& [step, values] : reference) {
+    ASSERT_EQ(chief.at(step).size(), values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      EXPECT_NEAR(chief.at(step)[i], values[i], 1e-5 * std::max(1.0, std::fabs(values[i])))
+          << "step " << step << " column " << i;
+  }
+  EXPECT_LT(chief.rbegin()->second[0], chief.begin()->second[0]);  // it learned
+}
+
+TEST_F(MpiJob, NanGuardOnOneRankFailsEveryRankCleanly) {
+  // The NaN guard runs on rank 1 only; the whole job must still fail, every rank with end(failed).
+  const fs::path config =
+      write_config("job.ini",
+                   "[run]\ndistributed = mpi\nrun_dir = out\n"
+                   "[workload]\nepochs = 0\nfail_at_step = 7\nfail_kind = nan\n"
+                   "[hook.nan]\nplugin = nan_tensor\nranks = 1\non_error = fail\n"
+                   "[hook.stop]\nplugin = stop_at_step\nlast_step = 50\n" +
+                       trace_hooks(2));
+  const ProcessResult r =
+      mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
+  EXPECT_NE(r.exit_code, 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_THAT(end_line(trace(rank)), HasSubstr("end outcome=failed")) << "rank " << rank;
+    EXPECT_THAT(end_line(trace(rank)), HasSubstr("(rank 1)"));
+    EXPECT_THAT(end_line(trace(rank)), HasSubstr("gs=8"));  // both ended after step 8
+  }
+  EXPECT_EQ(end_line(trace(0)), end_line(trace(1)));
+  EXPECT_THAT(r.out, HasSubstr("hookhost: job failed"));
+}
+
+TEST_F(MpiJob, HookFailureBeforeTheStepOnOneRankCallsTheStepOffEverywhere) {
+  // Rank 1's hook fails in before_run of iteration 5: rank 1 never runs that step, and rank 0,
+  // already in the step's gradient allreduce, must not be left waiting.
+  const fs::path config = write_config(
+      "job.ini", "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n" +
+                     trace_hooks(1) +
+                     "[hook.breaker]\nplugin = scripted\nranks = 1\ntrace = breaker.txt\n"
+                     "fail_in = before_run\nfail_at_iteration = 5\non_error = fail\n");
+  const ProcessResult r =
+      mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
+  EXPECT_NE(r.exit_code, 0);
+  const auto chief = trace(0);
+  EXPECT_THAT(last_line_starting(chief, " after_run gs="), HasSubstr("it=4"));
+  EXPECT_THAT(end_line(chief), HasSubstr("end outcome=failed"));
+  EXPECT_THAT(end_line(chief), HasSubstr("scripted failure in before_run"));
+  EXPECT_THAT(end_line(chief), HasSubstr("(rank 1)"));
+}
+
+TEST_F(MpiJob, SigtermToTheLauncherStopsEveryRankAfterTheSameStep) {
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 0\n" +
+                                           trace_hooks(2));
+  Process job(mpirun_args(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}),
+              dir_, kMpiEnv, HOOKHOST_MPIEXEC);
+  ASSERT_TRUE(wait_until(
+      [&] { return count_occurrences(read_file(dir_ / "trace-1.txt"), "after_run") > 20; }));
+  job.signal(SIGTERM);
+  const ProcessResult r = job.wait();
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_THAT(end_line(trace(rank)), HasSubstr("end outcome=stopped"))
+        << "rank " << rank << r.err;
+  EXPECT_THAT(end_line(trace(0)), HasSubstr("received SIGTERM"));
+  EXPECT_EQ(end_line(trace(0)), end_line(trace(1)));  // the same step and reason
+}
+
+TEST_F(MpiJob, KillOneRankThenResumeEveryRankFromTheChiefsCheckpoint) {
+  const std::string hooks =
+      "[hook.checkpoint_saver]\nsave_steps = 10\n"
+      "[hook.stop]\nplugin = stop_at_step\nlast_step = 40\n"
+      "[hook.counter0]\nplugin = scripted\nranks = 0\ntrace = trace-0.txt\ntrace_create = true\n"
+      "[hook.counter1]\nplugin = scripted\nranks = 1\ntrace = trace-1.txt\ntrace_create = true\n"
+      "kill_at_step = 25\nkill_marker = killed\n";
+  const fs::path config = write_config(
+      "job.ini", "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n" + hooks);
+  const std::vector<std::string> args = {"--config", config.string(), "--plugin-dir",
+                                         HOOKHOST_FIXTURE_DIR};
+  const ProcessResult killed = mpirun(2, args);
+  EXPECT_NE(killed.exit_code, 0);  // Open MPI ends the whole job when a rank dies
+  ASSERT_TRUE(fs::exists(dir_ / "killed"));
+  ASSERT_TRUE(fs::exists(dir_ / "out" / "checkpoints" / "model.ckpt-20"));
+
+  const ProcessResult resumed = mpirun(2, args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(count_occurrences(resumed.err, "resuming from"), 2) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("at global step 20"));
+  // Each rank's hook got its own state back: 20 after_run calls each, before the kill.
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_THAT(last_line_starting(trace(rank), "create state="), HasSubstr("after_runs=20"))
+        << "rank " << rank;
+    EXPECT_THAT(end_line(trace(rank)), HasSubstr("gs=40"));
+  }
+}
+
+TEST_F(MpiJob, OneRankUnderTheLauncherIsTheOneProcessJob) {
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 2\n");
+  const ProcessResult r = mpirun(1, {"--config", config.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("hookhost: job completed (end of data: end of data after 2 epochs)"));
+  EXPECT_EQ(r.err.find("[rank"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1"));
+}
+
+TEST_F(MpiJob, LauncherAndConfigurationMustAgree) {
+  const fs::path distributed =
+      write_config("d.ini", "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 1\n");
+  const ProcessResult alone = single({"--config", distributed.string()});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_THAT(alone.err, HasSubstr("d.ini:2: [run] distributed:"));
+  EXPECT_THAT(alone.err, HasSubstr("not started by an MPI launcher"));
+
+  const fs::path plain = write_config("p.ini", "[run]\nrun_dir = out\n[workload]\nepochs = 1\n");
+  const ProcessResult launched = mpirun(2, {"--config", plain.string()});
+  EXPECT_NE(launched.exit_code, 0);
+  EXPECT_THAT(launched.err, HasSubstr("add 'distributed = mpi' to [run]"));
+  EXPECT_FALSE(fs::exists(dir_ / "out"));  // nothing ran
+}
+
+TEST_F(MpiJob, RankOutsideTheJobIsAConfigurationErrorOnEveryRank) {
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 1\n"
+                                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 5\n"
+                                       "ranks = 0, 3\n");
+  const ProcessResult r = mpirun(2, {"--config", config.string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(count_occurrences(r.err,
+                              "job.ini:9: [hook.stop] ranks: rank 3 does not exist: this "
+                              "job runs 2 processes (ranks 0 to 1)"),
+            2)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+}  // namespace
+}  // namespace hookhost::testing
