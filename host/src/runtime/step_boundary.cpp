@@ -1,5 +1,5 @@
 // The step boundary of a distributed job. Every process runs its own runtime; after each phase
-// (start, every step, a recovery, the end) they take part in one small collective that decides
+// (start, every step, a recovery, the end) they take part in one 8-byte allreduce that decides
 // for all of them: the job ends when any process failed, stopped or ran out of data, with that
 // process's outcome and reason (a failure first, then the lowest rank), and a checkpoint is taken
 // when any process asked for one. No process leaves its loop before the others know, so none is
@@ -28,13 +28,18 @@ void Runtime::Impl::step_boundary() {
                       : stop_requested.load() ? Ending::stopped
                       : end_of_data           ? Ending::end_of_data
                                               : Ending::none;
-  // One allreduce of two integers, the minimum wins: the ending kind then the lowest rank, and
-  // whether anyone asked for a checkpoint.
-  int64_t votes[2] = {static_cast<int64_t>(mine) * size + rank, asked ? 0 : 1};
-  comm.allreduce(votes, 2, ReduceOp::min);
-  const auto ending = static_cast<Ending>(votes[0] / size);
+  // One allreduce of one integer, the minimum wins: the ending kind, then the lowest rank, then
+  // a checkpoint asked for. While nobody ends the job (every step but the last) every process
+  // votes the same ending and rank part, so the lowest bit is "anyone asked".
+  int64_t vote = (static_cast<int64_t>(mine) * size + rank) * 2 + (asked ? 0 : 1);
+  comm.allreduce(&vote, 1, ReduceOp::min);
+  const auto ending = static_cast<Ending>(vote / 2 / size);
+  int64_t nobody_asked = vote % 2;
   if (ending != Ending::none) {
-    const int winner = static_cast<int>(votes[0] % size);
+    // The bit came from the winner alone: ask once more, at the one boundary that ends the job.
+    nobody_asked = asked ? 0 : 1;
+    comm.allreduce(&nobody_asked, 1, ReduceOp::min);
+    const int winner = static_cast<int>(vote / 2 % size);
     // The winner's cause and reason, once per job: every process ends with the same words.
     std::string message;
     if (winner == rank) {
@@ -77,7 +82,7 @@ void Runtime::Impl::step_boundary() {
     }
     agreed_stop = true;
   }
-  if (votes[1] == 0) {
+  if (nobody_asked == 0) {
     if (!asked) {
       std::lock_guard lock(checkpoint_mutex);
       if (checkpoint_reasons.empty()) checkpoint_reasons = "a hook on another process";
