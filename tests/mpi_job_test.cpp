@@ -270,6 +270,25 @@ TEST_F(MpiJob, KillOneRankThenResumeEveryRankFromTheChiefsCheckpoint) {
   }
 }
 
+TEST_F(MpiJob, AnEmbeddingMpiProgramKeepsItsOwnCommunicator) {
+  // Three ranks; rank 2 asks for a stop after 10 steps: every rank runs step 11 and stops there,
+  // with the same reason and the same model, and the program's own allreduces still add up.
+  const ProcessResult r = Process({"--oversubscribe", "-np", "3", HOOKHOST_MPI_EMBED_PROBE, "40",
+                                   "2", "10", (dir_ / "runs").string()},
+                                  dir_, kMpiEnv, HOOKHOST_MPIEXEC)
+                              .wait();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  for (const auto& line : lines_of(r.out))
+    if (line.rfind("rank ", 0) == 0) lines.push_back(line.substr(line.find(" steps ")));
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_THAT(lines[0], HasSubstr(" steps 11 global_step 11 outcome stopped "
+                                  "reason <the embedding program asked (rank 2)>"));
+  EXPECT_THAT(lines[0], HasSubstr(" total 3"));  // 0 + 1 + 2 on the program's own communicator
+  EXPECT_EQ(lines[1], lines[0]);                 // the same model state, bit for bit, on every rank
+  EXPECT_EQ(lines[2], lines[0]);
+}
+
 TEST_F(MpiJob, OneRankUnderTheLauncherIsTheOneProcessJob) {
   const fs::path config = write_config("job.ini",
                                        "[run]\ndistributed = mpi\nrun_dir = out\n"
