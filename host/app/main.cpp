@@ -18,6 +18,7 @@
 #include <iostream>
 #include "command_line.hpp"
 #include "job/display_text.hpp"
+#include "job/rank_placement.hpp"
 #include "job/signal_bridge.hpp"
 #include "new_command.hpp"
 #include "runtime/crash_blame.hpp"
@@ -362,8 +363,9 @@ int cmd_plugins(const std::vector<std::string>& args) {
                   display_text(param.help).c_str());
     std::printf(
         "\nCommon keys in every [hook.NAME] section: plugin (default NAME), enabled "
-        "(true), order (0), on_error (disable; or continue|stop|fail).\n\nExample:\n  [hook.%s]\n",
-        display_text(m.id).c_str());
+        "(true), order (0), on_error (disable; or continue|stop|fail), isolation, ranks (in a "
+        "distributed job: %s; or chief|all|0,2,...).\n\nExample:\n  [hook.%s]\n",
+        default_ranks(m.id).text().c_str(), display_text(m.id).c_str());
     for (const auto& param : m.params)
       if (param.flag == ParamFlag::required)
         std::printf("  %s = ...\n", display_text(param.name).c_str());
