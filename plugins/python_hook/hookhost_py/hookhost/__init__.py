@@ -260,7 +260,11 @@ def _load_script(path, given):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        # Compiled here rather than by the loader, which would write __pycache__ into the
+        # configuration's folder.
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
     except SyntaxError as e:
         raise _ConfigError("script: syntax error in %s, line %s: %s%s" % (
             e.filename, e.lineno, e.msg,
