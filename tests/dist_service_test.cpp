@@ -34,13 +34,6 @@ std::map<std::string, std::string> fields_of(const std::string& line) {
   return out;
 }
 
-std::vector<std::string> starting_with(const std::vector<std::string>& lines,
-                                       const std::string& prefix) {
-  std::vector<std::string> out;
-  for (const auto& line : lines)
-    if (line.rfind(prefix, 0) == 0) out.push_back(line);
-  return out;
-}
 
 class DistService : public ::testing::Test {
  protected:

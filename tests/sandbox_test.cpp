@@ -208,14 +208,6 @@ SandboxOptions with_timeout(std::chrono::milliseconds timeout) {
   return options;
 }
 
-// Lines of `lines` that start with `prefix`.
-std::vector<std::string> starting_with(const std::vector<std::string>& lines,
-                                       const std::string& prefix) {
-  std::vector<std::string> out;
-  for (const auto& line : lines)
-    if (line.rfind(prefix, 0) == 0) out.push_back(line);
-  return out;
-}
 
 bool process_gone(pid_t pid) {
   return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;

@@ -80,6 +80,15 @@ inline std::vector<std::string> lines_of(const fs::path& file) {
   return lines_of(read_file(file));
 }
 
+// The lines of `lines` that start with `prefix`.
+inline std::vector<std::string> starting_with(const std::vector<std::string>& lines,
+                                              const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& line : lines)
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+  return out;
+}
+
 // How often `what` occurs in `text`, overlaps included.
 inline long count_occurrences(const std::string& text, const std::string& what) {
   long n = 0;

@@ -333,6 +333,14 @@ bool isolation_key(const Entry& e, const std::string& at, IsolationConfig& into)
   return true;
 }
 
+// The trimmed items of a comma-separated value, empty ones included (the caller says why not).
+std::vector<std::string> comma_items(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) items.push_back(trim(item));
+  return items;
+}
+
 RankSelection parse_ranks(const Entry& e, const std::string& at) {
   RankSelection ranks;
   if (e.value == "chief") {
@@ -341,9 +349,7 @@ RankSelection parse_ranks(const Entry& e, const std::string& at) {
   }
   if (e.value == "all") return ranks;
   ranks.kind = RankSelection::Kind::listed;
-  std::stringstream items(e.value);
-  for (std::string item; std::getline(items, item, ',');) {
-    item = trim(item);
+  for (const std::string& item : comma_items(e.value)) {
     int rank = -1;
     const char* end = item.data() + item.size();
     auto [ptr, ec] = std::from_chars(item.data(), end, rank);
@@ -481,9 +487,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
         cfg.allow_insecure_plugins = *b;
       } else if (e.key == "allowed_plugins") {
         cfg.allowed_plugins.clear();
-        std::stringstream items(e.value);
-        for (std::string id; std::getline(items, id, ',');) {
-          id = trim(id);
+        for (const std::string& id : comma_items(e.value)) {
           if (id.empty())
             throw ConfigError(at +
                                   "expected a comma-separated list of plugin ids; got an empty "

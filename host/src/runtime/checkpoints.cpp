@@ -39,6 +39,11 @@ void Runtime::Impl::write_requested_checkpoint() {
         reasons, newest ? " (the newest is " + newest->file.string() + ")" : std::string());
     return;
   }
+  submit_snapshot(std::move(reasons), [this] { return collect_hook_states(); });
+}
+
+void Runtime::Impl::submit_snapshot(
+    std::string reasons, const std::function<std::map<std::string, SavedHookState>()>& hook_states) {
   CheckpointSave save;
   save.reasons = std::move(reasons);
   save.checkpoint.global_step = live_step.load();
@@ -51,7 +56,7 @@ void Runtime::Impl::write_requested_checkpoint() {
   checkpoint_writer.wait_idle();
   try {
     save.checkpoint.workload_state = session.save_state();
-    save.checkpoint.hook_states = collect_hook_states();
+    save.checkpoint.hook_states = hook_states();
     checkpoint_writer.submit(std::move(save));
   } catch (const std::exception& e) {
     log->error("could not write the checkpoint at global step {} requested by {}: {}",

@@ -229,6 +229,10 @@ struct Runtime::Impl {
   // A distributed job's checkpoint: every process's hook states go to the chief, which writes.
   void write_agreed_checkpoint();
   void write_snapshot(const CheckpointSave& save);
+  // Waits for the save in flight, then snapshots the workload and `hook_states()` at this boundary
+  // for the writer.
+  void submit_snapshot(std::string reasons,
+                       const std::function<std::map<std::string, SavedHookState>()>& hook_states);
   // Returns once no save is in flight. [thread-safe]
   void wait_for_checkpoints();
   // The newest checkpoint completed. [thread-safe]

@@ -121,23 +121,13 @@ void Runtime::Impl::write_agreed_checkpoint() {
     comm.abort(1);
   }
   if (!comm.is_chief()) return;
-  CheckpointSave save;
-  save.reasons = std::move(reasons);
-  save.checkpoint.global_step = live_step.load();
-  if (checkpoint_writer.busy())
-    log->debug("the checkpoint at global step {} waits for the one being written",
-               save.checkpoint.global_step);
-  checkpoint_writer.wait_idle();
-  try {
-    save.checkpoint.workload_state = session.save_state();
+  submit_snapshot(std::move(reasons), [&] {
+    HookStates all;
     for (int r = 0; r < static_cast<int>(gathered.size()); ++r)
       for (auto& [name, state] : decode_hook_states(gathered[static_cast<std::size_t>(r)]))
-        save.checkpoint.hook_states.emplace(rank_state_key(name, r), std::move(state));
-    checkpoint_writer.submit(std::move(save));
-  } catch (const std::exception& e) {
-    log->error("could not write the checkpoint at global step {} requested by {}: {}",
-               save.checkpoint.global_step, save.reasons, e.what());
-  }
+        all.emplace(rank_state_key(name, r), std::move(state));
+    return all;
+  });
 }
 
 }  // namespace hookhost
