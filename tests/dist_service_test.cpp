@@ -9,20 +9,13 @@
 #include <sstream>
 
 #include "hookhost/host/config.hpp"
-#include "process.hpp"
+#include "mpi_launch.hpp"
 
 namespace hookhost::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-const std::vector<std::string> kMpiEnv = {
-    "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-    // One machine: no network interfaces to probe.
-    "OMPI_MCA_btl=self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism=none",
-    // A sanitizer build: Open MPI's own allocations at exit are not hookhost's leaks.
-    "ASAN_OPTIONS=detect_leaks=0"};
 
 // "key=value key=value" -> map; words without '=' are skipped.
 std::map<std::string, std::string> fields_of(const std::string& line) {
@@ -34,26 +27,11 @@ std::map<std::string, std::string> fields_of(const std::string& line) {
   return out;
 }
 
-
 class DistService : public ::testing::Test {
  protected:
-  void SetUp() override {
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() /
-           ("dist_service_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!HasFailure()) fs::remove_all(dir_, ec);
-  }
-
   ProcessResult mpirun(int ranks, const fs::path& config) {
-    return Process({"--oversubscribe", "-np", std::to_string(ranks), hookhost_binary().string(),
-                    "run", "--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR},
-                   dir_, kMpiEnv, HOOKHOST_MPIEXEC)
-        .wait();
+    return mpirun_hookhost(
+        ranks, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}, dir_.path());
   }
   fs::path write_config(const std::string& text) {
     write_file(dir_ / "job.ini", text);
@@ -128,7 +106,7 @@ class DistService : public ::testing::Test {
            hooks;
   }
 
-  fs::path dir_;
+  TempDir dir_;
 };
 
 TEST_F(DistService, TwoProcessesAverageTheLossAndAgreeOnEveryOp) {
@@ -211,7 +189,7 @@ TEST_F(DistService, OneProcessIsAGroupOfOneAndCreateIsNoLifecycleCall) {
   const fs::path config =
       write_config(job("", "[hook.avg]\nplugin = dist_probe\nprobe_create = true\n"));
   const ProcessResult r = run_hookhost(
-      {"run", "--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}, dir_);
+      {"run", "--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}, dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = probe(0);
   EXPECT_EQ(starting_with(lines, "begin rank=0 world=1 chief=1").size(), 1u);

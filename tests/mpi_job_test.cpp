@@ -10,47 +10,22 @@
 #include <map>
 #include <sstream>
 
-#include "process.hpp"
+#include "mpi_launch.hpp"
 
 namespace hookhost::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-// LeakSanitizer is off for the launched job only: Open MPI's own allocations at exit are not
-// hookhost's (AddressSanitizer and UBSan stay on in a sanitizer build).
-const std::vector<std::string> kMpiEnv = {
-    "ASAN_OPTIONS=detect_leaks=0", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-    // One machine: no network interfaces to probe.
-    "OMPI_MCA_btl=self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism=none"};
-
 class MpiJob : public ::testing::Test {
  protected:
-  void SetUp() override {
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() /
-           ("mpi_job_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!HasFailure()) fs::remove_all(dir_, ec);
-  }
-
-  std::vector<std::string> mpirun_args(int ranks, const std::vector<std::string>& args) const {
-    std::vector<std::string> all = {"--oversubscribe", "-np", std::to_string(ranks),
-                                    hookhost_binary().string(), "run"};
-    all.insert(all.end(), args.begin(), args.end());
-    return all;
-  }
   ProcessResult mpirun(int ranks, const std::vector<std::string>& args) {
-    return Process(mpirun_args(ranks, args), dir_, kMpiEnv, HOOKHOST_MPIEXEC).wait();
+    return mpirun_hookhost(ranks, args, dir_.path());
   }
   ProcessResult single(const std::vector<std::string>& args) {
     std::vector<std::string> all = {"run"};
     all.insert(all.end(), args.begin(), args.end());
-    return run_hookhost(all, dir_);
+    return run_hookhost(all, dir_.path());
   }
   fs::path write_config(const std::string& name, const std::string& text) {
     write_file(dir_ / name, text);
@@ -106,7 +81,7 @@ class MpiJob : public ::testing::Test {
     return rows;
   }
 
-  fs::path dir_;
+  TempDir dir_;
 };
 
 TEST_F(MpiJob, TwoRanksStopTogetherAtLastStepWithOneReason) {
@@ -229,8 +204,9 @@ TEST_F(MpiJob, SigtermToTheLauncherStopsEveryRankAfterTheSameStep) {
                                        "[run]\ndistributed = mpi\nrun_dir = out\n"
                                        "[workload]\nepochs = 0\n" +
                                            trace_hooks(2));
-  Process job(mpirun_args(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}),
-              dir_, kMpiEnv, HOOKHOST_MPIEXEC);
+  Process job = mpirun_process(
+      2, hookhost_binary(),
+      {"run", "--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}, dir_.path());
   ASSERT_TRUE(wait_until(
       [&] { return count_occurrences(read_file(dir_ / "trace-1.txt"), "after_run") > 20; }));
   job.signal(SIGTERM);
@@ -273,9 +249,8 @@ TEST_F(MpiJob, KillOneRankThenResumeEveryRankFromTheChiefsCheckpoint) {
 TEST_F(MpiJob, AnEmbeddingMpiProgramKeepsItsOwnCommunicator) {
   // Three ranks; rank 2 asks for a stop after 10 steps: every rank runs step 11 and stops there,
   // with the same reason and the same model, and the program's own allreduces still add up.
-  const ProcessResult r = Process({"--oversubscribe", "-np", "3", HOOKHOST_MPI_EMBED_PROBE, "40",
-                                   "2", "10", (dir_ / "runs").string()},
-                                  dir_, kMpiEnv, HOOKHOST_MPIEXEC)
+  const ProcessResult r = mpirun_process(3, HOOKHOST_MPI_EMBED_PROBE,
+                                         {"40", "2", "10", (dir_ / "runs").string()}, dir_.path())
                               .wait();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines;

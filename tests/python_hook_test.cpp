@@ -43,13 +43,6 @@ class PythonHook : public ::testing::Test {
 #if defined(__SANITIZE_ADDRESS__)
     GTEST_SKIP() << "python_hook is not built with HOOKHOST_SANITIZE (CPython is leak-noisy)";
 #endif
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() /
-           ("python_hook_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
   }
 
   // Writes `source` as NAME.py and returns a harness for class `class_name` in it.
@@ -62,7 +55,7 @@ class PythonHook : public ::testing::Test {
     return t;
   }
 
-  fs::path dir_;
+  hookhost::testing::TempDir dir_;
 };
 
 TEST_F(PythonHook, CallsEveryMethodInTensorFlowsOrder) {
@@ -317,7 +310,7 @@ def make(every):
     return hookhost.session_run_hook(after_run=after_run)
 )";
   HookTest t(kPlugin);
-  t.set("module", "fn_hooks").set("python_path", dir_.string()).set("class", "make");
+  t.set("module", "fn_hooks").set("python_path", dir_.path().string()).set("class", "make");
   t.set("args", R"({"every": 2})").steps(4);
   const RunResult run = t.run();
   EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
@@ -528,8 +521,8 @@ class PythonHookProgram : public PythonHook {
   void SetUp() override {
     PythonHook::SetUp();
     if (IsSkipped()) return;
-    jobs_ = fs::canonical(dir_) / "jobs";
-    elsewhere_ = fs::canonical(dir_) / "elsewhere";
+    jobs_ = fs::canonical(dir_.path()) / "jobs";
+    elsewhere_ = fs::canonical(dir_.path()) / "elsewhere";
     fs::create_directories(jobs_ / "hooks");
     fs::create_directories(jobs_ / "lib");
     fs::create_directories(elsewhere_);

@@ -477,20 +477,18 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                           : " processes (ranks 0 to " + std::to_string(world - 1) + ")") +
               "; list ranks below " + std::to_string(world) + ", or use chief or all",
           "ranks");
-    runs_here.emplace_back(&hook, ranks.includes(rank));
+    const bool runs_on_this_process = ranks.includes(rank);
+    runs_here.emplace_back(&hook, runs_on_this_process);
     if (comm && rank == 0 && d->metadata.id == "global_step_waiter")
       log.warn(
           "hook '{}' (global_step_waiter): in a distributed job every process steps together, so "
           "a waiter that holds one process back holds back all of them (docs/distributed.md)",
           hook.name);
-    if (!ranks.includes(rank)) {
-      // Checked here too, so every process reports the same mistakes; loaded where it runs only.
-      resolve_checked(d->metadata, hook.name, hook.params, hook_where);
-      effective_isolation(cfg, hook, *d, log);
-      continue;
-    }
-    Planned item{&hook, nullptr, resolve_checked(d->metadata, hook.name, hook.params, hook_where),
-                 effective_isolation(cfg, hook, *d, log), ranks};
+    // Checked on every process, so each reports the same mistakes; loaded where it runs only.
+    ResolvedParams params = resolve_checked(d->metadata, hook.name, hook.params, hook_where);
+    EffectiveIsolation isolation = effective_isolation(cfg, hook, *d, log);
+    if (!runs_on_this_process) continue;
+    Planned item{&hook, nullptr, std::move(params), std::move(isolation), ranks};
     if (item.isolation.isolation == Isolation::process) {
       // Its code runs in its runner only: not even its constructors run in this process.
       try {

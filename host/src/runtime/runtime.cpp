@@ -415,7 +415,7 @@ struct Lifecycle {
     std::this_thread::sleep_for(backoff);
     create_session();
     // Every process recreated its session before on_recover, which may be collective.
-    m.agree();
+    if (m.options.communicator) m.agree_across_processes();
     if (m.failed) return false;
     m.wait_for_checkpoints();  // on_recover reads the newest checkpoint from disk
     if (m.options.on_recover) {

@@ -202,11 +202,18 @@ struct Runtime::Impl {
     if (options.communicator) return closed || agreed_stop;
     return closed || failed || end_of_data || stop_requested.load();
   }
-  // The step boundary (step_boundary.cpp): a distributed job's processes agree on the outcome and
-  // on a checkpoint; then the requested checkpoint is taken.
-  void step_boundary();
-  // Only the agreement: one collective on every process, and nothing for a single process.
-  void agree();
+  // The step boundary: a distributed job's processes agree on the outcome and on a checkpoint,
+  // which is then taken (agree_across_processes); a single process takes a requested checkpoint.
+  // Inline, so a single process pays one flag load per step for it.
+  void step_boundary() {
+    if (options.communicator)
+      agree_across_processes();
+    else if (checkpoint_requested.load(std::memory_order_relaxed))
+      write_requested_checkpoint();
+  }
+  // One collective on every process of a distributed job (step_boundary.cpp), then the
+  // checkpoint it decided, if any.
+  void agree_across_processes();
   // A slot gets no more calls but end(); the step's slot list is rebuilt before the next step.
   void disable(Slot& slot) {
     slot.disabled = true;

@@ -14,11 +14,7 @@ enum class Ending : int64_t { failed = 0, stopped = 1, end_of_data = 2, none = 3
 
 }  // namespace
 
-void Runtime::Impl::step_boundary() {
-  if (!options.communicator) {
-    if (checkpoint_requested.load(std::memory_order_relaxed)) write_requested_checkpoint();
-    return;
-  }
+void Runtime::Impl::agree_across_processes() {
   // A request made from another thread after this point waits for the next boundary: every
   // process must decide on the same requests.
   const bool asked = checkpoint_requested.exchange(false);
@@ -89,12 +85,6 @@ void Runtime::Impl::step_boundary() {
     }
     write_agreed_checkpoint();
   }
-}
-
-void Runtime::Impl::agree() {
-  if (!options.communicator) return;
-  // A checkpoint decided here is taken here too: the decision must not be lost.
-  step_boundary();
 }
 
 void Runtime::Impl::write_agreed_checkpoint() {
