@@ -9,6 +9,8 @@
 
 #include <hookhost/version.h>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <hookhost/host/config.hpp>
 #include <hookhost/host/discovery.hpp>
@@ -16,6 +18,8 @@
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/mpi.hpp>
 #include <iostream>
+#include <mutex>
+#include <thread>
 #include "command_line.hpp"
 #include "job/display_text.hpp"
 #include "job/rank_placement.hpp"
@@ -35,6 +39,7 @@ const char* const kMainHelp =
 
 Usage:
   hookhost run [--config FILE] [options]     run a training job with hooks
+  hookhost run --check --config FILE         validate a job's configuration; run no step
   hookhost plugins list [--plugin-dir DIR]   list the plugins found (runs no plugin code)
   hookhost plugins describe ID               show a plugin's parameters
   hookhost check PLUGIN.so [--set K=V]...    check a plugin file: metadata, build, sandboxed runs
@@ -52,10 +57,14 @@ Plugin folders are searched in this order: --plugin-dir, [run] plugin_dir in the
 HOOKHOST_PLUGIN_PATH (colon-separated), then the built-in plugins.
 
 Exit status:
-  0    the job completed, or a hook stopped it
-  1    the job failed (a workload error, a hook with on_error = fail, ...)
-  2    usage or configuration error (nothing ran)
-  128+N  stopped by signal N (130 for SIGINT, 143 for SIGTERM)
+  0      the job completed, or a hook stopped it (run --check: the configuration is valid)
+  1      the job failed (a workload error, a hook with on_error = fail, ...); with run --strict,
+         also a job in which any hook failed (disabled, an error under continue, a lost runner)
+  2      usage or configuration error (nothing ran)
+  70     a plugin or library called exit(), _exit() or _Exit() during the job; in a distributed
+         job, an internal error ended every process
+  128+N  stopped by signal N (130 for SIGINT, 143 for SIGTERM), or killed by it (134 SIGABRT,
+         139 SIGSEGV, 137 SIGKILL)
 )";
 
 const char* const kRunExamples = R"(
@@ -63,27 +72,103 @@ Examples:
   hookhost run --config <prefix>/share/doc/hookhost/examples/demo.ini --run-dir demo
   hookhost run -c job.ini --set hook.progress.every_n_secs=1 --set workload.epochs=5
   hookhost run -c job.ini --fresh            start over (the previous run is moved aside)
+  hookhost run -c job.ini --check            validate only: no step, no file written
+  hookhost run -c job.ini --strict           in a test or CI: any hook failure is exit status 1
 
-The config file is INI: [run] (plugin_dir, run_dir, log_level, on_error), [workload] (name and
-the workload's parameters), and one [hook.NAME] section per hook instance (plugin, enabled,
-order, on_error, and the plugin's parameters: see 'hookhost plugins describe ID').
-On start the job resumes from the newest valid checkpoint in <run_dir>/checkpoints.
+The config file is INI: [run] (run_dir, plugin_dir, log_level, on_error, checkpoint_dir,
+keep_checkpoints, isolation and the sandbox defaults, distributed, ...: see the README),
+[workload] (name and the workload's parameters), and one [hook.NAME] section per hook instance
+(the host's keys plugin, enabled, order, on_error, isolation, ranks, sha256, ..., and the
+plugin's parameters: see 'hookhost plugins describe ID').
+
+--check parses the configuration, finds, trusts and loads every plugin, creates every enabled
+hook (a sandboxed one in its runner) and destroys it again; it runs no step, reads and writes no
+checkpoint and neither creates nor locks the run directory (hooks write to a temporary folder,
+removed afterwards). It prints "configuration OK: ..." (exit status 0) or the error (status 2).
+
+On start the job resumes from the newest valid checkpoint in [run] checkpoint_dir (default
+<run_dir>/checkpoints).
 SIGINT/SIGTERM: a stop is requested at once (a hook waiting inside a callback sees it through
-should_stop()), the current step finishes, every hook gets end() (a final checkpoint is written),
-exit status 128+N; a second signal exits at once, naming the hook call that was running.
+should_stop()) and the log names the hook call still running and for how long; the current step
+finishes, every hook gets end() (a checkpoint_saver, if one is configured, asks for a final
+checkpoint then), exit status 128+N even when the signal came during end(); a second signal exits
+at once, naming the hook call that was running. A job that failed keeps exit status 1.
 )";
 
 std::atomic<int> g_signal{0};
 std::atomic<Job*> g_job{nullptr};
 
+// Since when the hook call running now has run, to within kSamplePeriod, for the first signal's
+// message: the runtime does not time every per-step call (that would cost every step a clock
+// read), so a thread samples the running call and remembers when it was first seen.
+class RunningCallClock {
+ public:
+  explicit RunningCallClock(const Job& job) : job_(job), thread_([this] { sample(); }) {}
+  ~RunningCallClock() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  RunningCallClock(const RunningCallClock&) = delete;
+  RunningCallClock& operator=(const RunningCallClock&) = delete;
+
+  // "hook 'x' (plugin 'y') in before_run at global step 3, running for 12.3 s", or "" when no
+  // hook call runs. [thread-safe]
+  std::string describe() const {
+    const std::string call = job_.running_call();
+    if (call.empty()) return call;
+    std::lock_guard lock(mutex_);
+    if (call != seen_) return call + ", running for less than 0.1 s";
+    const std::chrono::duration<double> age = std::chrono::steady_clock::now() - seen_since_;
+    char text[64];
+    std::snprintf(text, sizeof text, ", running for %.1f s", age.count());
+    return call + text;
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kSamplePeriod{100};
+  void sample() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, kSamplePeriod, [this] { return stopping_; })) {
+      lock.unlock();
+      std::string call = job_.running_call();
+      const auto now = std::chrono::steady_clock::now();
+      lock.lock();
+      // The text names the step: the same text at the next sample is the same call.
+      if (call != seen_) {
+        seen_ = std::move(call);
+        seen_since_ = now;  // it started at most one period before
+      }
+    }
+  }
+
+  const Job& job_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::string seen_;
+  std::chrono::steady_clock::time_point seen_since_{};
+  std::thread thread_;
+};
+
+std::atomic<const RunningCallClock*> g_call_clock{nullptr};
+
 // Runs on the signal bridge's thread. The first signal stops the job after the current step, and
-// reaches a hook blocked in a callback through should_stop(); a second one leaves at once, naming
-// what the job was stuck in.
+// reaches a hook blocked in a callback through should_stop(); the log says which hook call the
+// stop waits for. A second one leaves at once, naming what the job was stuck in.
 void on_signal(int sig, int count) {
   Job* job = g_job.load();
   if (count == 1) {
     g_signal = sig;
     if (job) job->stop_for_signal(sig);
+    const RunningCallClock* clock = g_call_clock.load();
+    const std::string running = clock ? clock->describe() : std::string();
+    spdlog::warn("{}: stopping after the current step{} (a second {} exits at once)",
+                 signal_name(sig), running.empty() ? "" : "; waiting for " + running,
+                 signal_name(sig));
     return;
   }
   const std::string running = job ? job->running_call() : std::string();
@@ -167,6 +252,12 @@ int cmd_run(const std::vector<std::string>& args) {
       "set,s", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUE"),
       "override a config key, e.g. hook.progress.every_n_secs=1 (repeatable)")(
       "fresh", "start over: move an existing run directory aside instead of resuming it")(
+      "check",
+      "validate the configuration: create every hook (sandboxed ones too) and destroy it; run "
+      "no step, write no checkpoint, leave the run directory untouched")(
+      "strict",
+      "exit status 1 when any hook failed (disabled, an error under on_error = continue, a lost "
+      "runner), even if the job completed: for tests and CI")(
       "log-level,l", po::value<std::string>()->value_name("LEVEL"),
       "trace, debug, info (default), warn, error, critical or off");
   po::variables_map vm;
@@ -192,6 +283,8 @@ int cmd_run(const std::vector<std::string>& args) {
   std::shared_ptr<Communicator> communicator;
   std::unique_ptr<Job> job;
   std::unique_ptr<SignalBridge> bridge;  // declared after the job: it goes first
+  const bool check_only = vm.count("check") > 0;
+  const bool strict = vm.count("strict") > 0;
   try {
     std::optional<fs::path> file;
     if (vm.count("config")) file = fs::path(vm["config"].as<std::string>());
@@ -210,9 +303,11 @@ int cmd_run(const std::vector<std::string>& args) {
     options.config = std::move(config);
     if (vm.count("plugin-dir"))
       options.plugin_dirs = to_paths(vm["plugin-dir"].as<std::vector<std::string>>());
-    options.fresh = vm.count("fresh") > 0;
+    options.fresh = vm.count("fresh") > 0 && !check_only;
+    options.check_only = check_only;
     options.logger = logger;
-    bridge = std::make_unique<SignalBridge>(on_signal);
+    // A check runs no step to stop: a signal ends it the default way.
+    if (!check_only) bridge = std::make_unique<SignalBridge>(on_signal);
     job = std::make_unique<Job>(std::move(options));
     g_job = job.get();
   } catch (const ConfigError& e) {
@@ -223,13 +318,42 @@ int cmd_run(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 
-  JobResult result = job->run(g_signal);
-  g_job = nullptr;
-  bridge.reset();
+  if (check_only) {
+    const std::vector<std::string> hooks = job->hook_names();
+    const fs::path run_dir = job->run_dir();
+    job.reset();  // destroys every hook, and their runners, before the verdict
+    logger->flush();
+    std::string names;
+    for (const auto& name : hooks) names += (names.empty() ? "" : ", ") + display_text(name);
+    std::cout << "hookhost: configuration OK: " << hooks.size()
+              << (hooks.size() == 1 ? " hook" : " hooks")
+              << (names.empty() ? "" : " (" + names + ")")
+              << " created and destroyed; no step was run and nothing was written\n";
+    return kExitOk;
+  }
+
+  JobResult result;
+  {
+    const RunningCallClock clock(*job);
+    g_call_clock = &clock;
+    result = job->run(g_signal);
+    g_job = nullptr;
+    bridge.reset();  // after this no signal callback can look at the clock
+    g_call_clock = nullptr;
+  }
   logger->flush();
+  // A signal counts wherever it came: during a step, during end(), or after a hook's stop.
+  const int sig = g_signal.load();
+  const std::vector<HookReport> reports = job->reports();
   if (!communicator || communicator->is_chief()) {
-    std::cout << format_summary(result, job->reports(), job->wall_time(), job->first_step())
-              << "  outputs: " << job->run_dir().string() << "\n";
+    std::cout << format_summary(result, reports, job->wall_time(), job->first_step());
+    if (sig != 0 && result.stop_cause != HH_STOP_CAUSE_SIGNAL)
+      std::cout << "  signal: " << signal_name(sig) << " received as the job was ending"
+                << (result.outcome == Outcome::failed
+                        ? ""
+                        : ", so the exit status is " + std::to_string(128 + sig))
+                << "\n";
+    std::cout << "  outputs: " << job->run_dir().string() << "\n";
   } else {
     // The chief's summary is the job's; the others say only how their part ended.
     std::cout << "hookhost: rank " << communicator->rank() << ": job "
@@ -238,15 +362,15 @@ int cmd_run(const std::vector<std::string>& args) {
               << ", outputs: " << job->run_dir().string() << "\n";
   }
   std::cout.flush();
-  switch (result.outcome) {
-    case Outcome::completed: return kExitOk;
-    case Outcome::stopped:
-      if (result.stop_cause == HH_STOP_CAUSE_SIGNAL && g_signal.load() != 0)
-        return 128 + g_signal.load();
-      return kExitOk;
-    case Outcome::failed: return kExitFailed;
+  if (result.outcome == Outcome::failed) return kExitFailed;
+  if (sig != 0) return 128 + sig;
+  if (strict) {
+    if (const std::string failures = hook_failures_text(reports); !failures.empty()) {
+      std::fprintf(stderr, "hookhost: --strict: exit status 1 because %s\n", failures.c_str());
+      return kExitFailed;
+    }
   }
-  return kExitFailed;
+  return kExitOk;
 }
 
 // ---- hookhost plugins ---------------------------------------------------------------------------
@@ -362,13 +486,33 @@ int cmd_plugins(const std::vector<std::string>& args) {
                   param_type_name(param.type).c_str(), display_text(flag_text(param)).c_str(),
                   display_text(param.help).c_str());
     std::printf(
-        "\nCommon keys in every [hook.NAME] section: plugin (default NAME), enabled "
-        "(true), order (0), on_error (disable; or continue|stop|fail), isolation, ranks (in a "
-        "distributed job: %s; or chief|all|0,2,...).\n\nExample:\n  [hook.%s]\n",
+        "\nKeys the host reads in every [hook.NAME] section (never passed to the plugin):\n"
+        "  plugin           the plugin id (default: NAME)\n"
+        "  enabled          true (default) or false\n"
+        "  order            call order, lower first (default 0; equal: config order)\n"
+        "  on_error         disable (default, or [run] on_error), continue, stop or fail\n"
+        "  isolation        in_process (default, or [run] isolation) or process\n"
+        "  call_timeout_ms  a call's time limit (default 0: none; a sandboxed call over it is "
+        "killed)\n"
+        "  memory_limit_mb  the runner's memory limit (default 0: none; isolation = process)\n"
+        "  on_crash         restart (default), disable, stop or fail (isolation = process)\n"
+        "  max_restarts     restarts before the hook is disabled (default 3)\n"
+        "  isolation_group  share one runner with the hooks of this group (isolation = process)\n"
+        "  ranks            in a distributed job: %s by default; or chief, all, 0,2,...\n"
+        "  sha256           the plugin file's SHA-256: the job refuses any other file\n"
+        "\nExample:\n  [hook.%s]\n",
         default_ranks(m.id).text().c_str(), display_text(m.id).c_str());
-    for (const auto& param : m.params)
-      if (param.flag == ParamFlag::required)
-        std::printf("  %s = ...\n", display_text(param.name).c_str());
+    // Required parameters to fill in; the others with their defaults, commented out.
+    for (const auto& param : m.params) {
+      const std::string name = display_text(param.name);
+      switch (param.flag) {
+        case ParamFlag::required: std::printf("  %s = ...\n", name.c_str()); break;
+        case ParamFlag::defaulted:
+          std::printf("  ; %s = %s\n", name.c_str(), display_text(param.default_value).c_str());
+          break;
+        case ParamFlag::optional: std::printf("  ; %s =\n", name.c_str()); break;
+      }
+    }
     return kExitOk;
   }
   return usage_error("unknown 'plugins' command '" + words[0] + "' (expected list or describe ID)",

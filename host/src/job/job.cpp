@@ -1,14 +1,18 @@
 #include "hookhost/host/job.hpp"
 
+#include <stdlib.h>
+
 #include <spdlog/spdlog.h>
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <limits>
@@ -66,12 +70,29 @@ std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& first,
   return unique;
 }
 
+namespace {
+
+// A temporary folder removed with everything in it when this goes.
+struct ScratchFolder {
+  fs::path path;
+  ScratchFolder() = default;
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  ~ScratchFolder() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
 struct Job::Parts {
   JobOptions options;
   Communicator* comm = nullptr;  // a distributed job's processes; null for one process
   int rank = 0;
   std::shared_ptr<spdlog::logger> log;
   fs::path run_dir;
+  ScratchFolder scratch;  // check_only: the hooks' run_dir; removed after the hooks are gone
   std::unique_ptr<RunDirLock> lock;  // held from before the first file is touched to the end
   std::unique_ptr<Session> session;
   std::unique_ptr<Runtime> runtime;
@@ -536,7 +557,15 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   };
   std::optional<fs::path> moved_aside;
   StartupPhase chief_folders(comm);
-  if (rank == 0) {
+  if (p.options.check_only) {
+    // A check must leave nothing in the run directory (it may not exist yet), yet a hook's
+    // create() may open its outputs there: it gets a temporary folder instead.
+    std::string pattern = (fs::temp_directory_path() / "hookhost-check-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a temporary folder for --check in " +
+                               fs::temp_directory_path().string() + ": " + std::strerror(errno));
+    p.scratch.path = p.run_dir = pattern;
+  } else if (rank == 0) {
     p.run_dir = cfg.run_dir;
     make_run_dir();
     p.run_dir = fs::canonical(p.run_dir);
@@ -553,14 +582,15 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     }
   }
   // The checkpoint folder is the job's, never one plugin's: hooks only ask for checkpoints.
-  const fs::path checkpoint_dir =
-      cfg.checkpoint_dir.is_relative() ? p.run_dir / cfg.checkpoint_dir : cfg.checkpoint_dir;
-  if (rank == 0)
+  const fs::path checkpoint_dir = cfg.checkpoint_dir.is_relative() || p.options.check_only
+                                      ? p.run_dir / cfg.checkpoint_dir.relative_path()
+                                      : cfg.checkpoint_dir;
+  if (rank == 0 && !p.options.check_only)
     for (const std::string& repair : tidy_checkpoint_folder(checkpoint_dir, kCheckpointBasename))
       log.info("checkpoint folder: {}", repair);
   chief_folders.passed();
   StartupPhase rank_folders(comm);
-  if (rank != 0) {
+  if (rank != 0 && !p.options.check_only) {
     p.run_dir = cfg.run_dir / ("rank-" + std::to_string(rank));
     make_run_dir();
     p.run_dir = fs::canonical(p.run_dir);
@@ -574,7 +604,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   // the restored state and global step. A checkpoint is usable when it verifies and its name, its
   // header and the workload's restored step agree.
   std::map<std::string, SavedHookState> restored_states;
-  if (!p.options.fresh) {
+  if (!p.options.fresh && !p.options.check_only) {
     std::optional<RestoredCheckpoint> newest;
     try {
       newest = restore_newest(checkpoint_dir, *p.session, comm);
@@ -696,8 +726,10 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   if (comm)
     log.info("  [run] distributed = mpi: rank {} of {} processes{}, collective_timeout_ms = {}",
              rank, world, rank == 0 ? " (the chief)" : "", cfg.collective_timeout_ms);
-  log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", p.run_dir.string(), cfg.log_level,
-           policy_name(cfg.on_error));
+  log.info(
+      "  [run] run_dir = {}, log_level = {}, on_error = {}",
+      p.options.check_only ? cfg.run_dir.string() + " (untouched: --check)" : p.run_dir.string(),
+      cfg.log_level, policy_name(cfg.on_error));
   std::string dir_text;
   for (const auto& d : dirs) dir_text += (dir_text.empty() ? "" : ", ") + display_text(d.string());
   log.info("  [run] plugin folders: {}", dir_text);
@@ -769,19 +801,47 @@ std::vector<HookReport> Job::reports() const {
   return parts_->runtime->reports();
 }
 
+std::vector<std::string> Job::hook_names() const {
+  return parts_->runtime ? parts_->runtime->hook_order() : std::vector<std::string>{};
+}
+
 const fs::path& Job::run_dir() const {
   return parts_->run_dir;
 }
 
+std::string hook_failures_text(const std::vector<HookReport>& reports) {
+  std::vector<std::string> disabled, failing;
+  for (const auto& r : reports) {
+    uint64_t failures = 0;
+    for (const auto& [callback, stats] : r.callbacks) failures += stats.failures;
+    const std::string name = "'" + display_text(r.instance_name) + "'";
+    if (r.disabled)
+      disabled.push_back(name + " (" + display_text(r.failure) + ")");
+    else if (failures > 0)
+      failing.push_back("hook " + name + " failed " + std::to_string(failures) +
+                        (failures == 1 ? " time (" : " times (first: ") + display_text(r.failure) +
+                        ")");
+  }
+  std::string out;
+  if (!disabled.empty())
+    out = std::to_string(disabled.size()) + (disabled.size() == 1 ? " hook" : " hooks") +
+          " disabled: " + comma_list(disabled);
+  for (const auto& text : failing) out += (out.empty() ? "" : "; ") + text;
+  return out;
+}
+
 std::string format_summary(const JobResult& result, const std::vector<HookReport>& reports,
                            std::chrono::duration<double> wall_time, int64_t first_step) {
-  std::string out;
+  // One line per part, so a part added later is one more line here.
+  std::string out = "\nhookhost: job " + std::string(outcome_name(result.outcome));
+  if (const std::string failures = hook_failures_text(reports); !failures.empty())
+    out += "; " + failures;
+  out += " (" + display_text(result.reason) + ")\n";
   char line[512];
   const double secs = wall_time.count();
   std::snprintf(line, sizeof line,
-                "\nhookhost: job %s (%s)\n  steps: %lld run (global step %lld -> %lld)\n"
+                "  steps: %lld run (global step %lld -> %lld)\n"
                 "  wall time: %.3f s, %.1f steps/s\n",
-                outcome_name(result.outcome), display_text(result.reason).c_str(),
                 static_cast<long long>(result.steps_run), static_cast<long long>(first_step),
                 static_cast<long long>(result.global_step), secs,
                 secs > 0 ? static_cast<double>(result.steps_run) / secs : 0.0);

@@ -46,6 +46,11 @@ struct JobOptions {
   JobConfig config;
   std::vector<std::filesystem::path> plugin_dirs;  // searched before the config's
   bool fresh = false;  // move an existing run directory aside instead of resuming it
+  // Validate only (hookhost run --check): every hook is created as for a run, sandboxed ones in
+  // their runners, but the run directory is neither created nor locked, no checkpoint is read or
+  // written, and hooks write their outputs to a temporary folder removed with the Job. Do not
+  // call run() on such a Job: destroy it.
+  bool check_only = false;
   std::shared_ptr<spdlog::logger> logger;
   // The job's processes when it runs on several ([run] distributed = mpi; hookhost/host/mpi.hpp).
   // Every process builds its own Job from the same configuration; null (or a communicator of one
@@ -65,8 +70,10 @@ class Job {
 
   // Stops the job after the current step with cause HH_STOP_CAUSE_SIGNAL. [thread-safe]
   void stop_for_signal(int signal);
-  // The hook call running now ("" when none), for a second signal's message. [thread-safe]
+  // The hook call running now ("" when none), for a signal's message. [thread-safe]
   std::string running_call() const;
+  // The hook instances created, in call order.
+  std::vector<std::string> hook_names() const;
 
   std::vector<HookReport> reports() const;
   std::chrono::duration<double> wall_time() const { return wall_time_; }
@@ -81,9 +88,15 @@ class Job {
   int64_t first_step_ = 0;
 };
 
-// The end-of-job summary: outcome, steps, wall time, steps per second, and the per-hook cost
-// table (calls, total ms, mean and max µs per callback).
+// The end-of-job summary: the headline (outcome, reason, and the hooks that failed or were
+// disabled), steps, wall time, steps per second, and the per-hook cost table (calls, total ms,
+// mean and max µs per callback).
 std::string format_summary(const JobResult& result, const std::vector<HookReport>& reports,
                            std::chrono::duration<double> wall_time, int64_t first_step);
+
+// The hooks that failed during the job, as the summary's headline says it: "1 hook disabled: 'x'
+// (before_run failed: ...)", "hook 'y' failed 3 times (first: after_run failed: ...)"; "" when
+// no hook failed. A disabled hook, an error under on_error = continue and a lost runner all count.
+std::string hook_failures_text(const std::vector<HookReport>& reports);
 
 }  // namespace hookhost
