@@ -29,6 +29,27 @@ foreach(_pc IN ITEMS hookhost-plugin hookhost)
   install(FILES "${CMAKE_CURRENT_BINARY_DIR}/package/${_pc}.pc" DESTINATION lib/pkgconfig)
 endforeach()
 
-install(FILES README.md DESTINATION ${HOOKHOST_INSTALL_DOC_DIR})
+# The installed docs are read without the source tree: the README gets a lead saying so, and the
+# example configs lose their run_dir line (a folder of the source tree; installed, it would point
+# into share/doc), so a job started from them writes to ./hookhost-run where the user runs it.
+set(_installed_docs "${CMAKE_CURRENT_BINARY_DIR}/package/doc")
+file(READ "${PROJECT_SOURCE_DIR}/cmake/installed-readme-lead.md" _lead)
+file(READ "${PROJECT_SOURCE_DIR}/README.md" _readme)
+file(WRITE "${_installed_docs}/README.md" "${_lead}\n${_readme}")
+set(_example_configs demo.ini python/loss_hook.ini python/more_hooks.ini)
+foreach(_ini IN LISTS _example_configs)
+  file(READ "${PROJECT_SOURCE_DIR}/examples/${_ini}" _text)
+  string(REGEX REPLACE "\nrun_dir *=[^\n]*" "" _text "${_text}")
+  file(WRITE "${_installed_docs}/examples/${_ini}" "${_text}")
+  get_filename_component(_subdir "${_ini}" DIRECTORY)
+  install(FILES "${_installed_docs}/examples/${_ini}"
+          DESTINATION ${HOOKHOST_INSTALL_DOC_DIR}/examples/${_subdir})
+  list(APPEND _installed_doc_sources "${PROJECT_SOURCE_DIR}/examples/${_ini}")
+endforeach()
+set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/cmake/installed-readme-lead.md"
+             ${_installed_doc_sources})
+install(FILES "${_installed_docs}/README.md" DESTINATION ${HOOKHOST_INSTALL_DOC_DIR})
 install(DIRECTORY docs/ DESTINATION ${HOOKHOST_INSTALL_DOC_DIR}/docs)
-install(DIRECTORY examples/ DESTINATION ${HOOKHOST_INSTALL_DOC_DIR}/examples)
+install(DIRECTORY examples/ DESTINATION ${HOOKHOST_INSTALL_DOC_DIR}/examples
+        PATTERN demo.ini EXCLUDE PATTERN loss_hook.ini EXCLUDE PATTERN more_hooks.ini EXCLUDE)

@@ -231,5 +231,34 @@ TEST_F(CliRunModes, DescribeListsEveryHostKeyAndAnExampleWithEveryParameter) {
   EXPECT_THAT(r.out, HasSubstr("\n  wait_until_step = ...\n"));
 }
 
+// ---- installed docs ---------------------------------------------------------------------------
+
+TEST_F(CliRunModes, TheInstalledDemoWritesWhereItIsRunAndTheInstalledReadmeSaysWhatItIs) {
+  const fs::path prefix = dir_ / "prefix";
+  ProcessResult install =
+      Process({"cmake", "--install", HOOKHOST_BINARY_DIR, "--prefix", prefix.string()}, dir_.path(),
+              {}, "/usr/bin/env")
+          .wait();
+  ASSERT_EQ(install.exit_code, 0) << install.err;
+  const fs::path docs = prefix / "share" / "doc" / "hookhost";
+  EXPECT_EQ(read_file(docs / "README.md").rfind("> **You are reading the installed docs**", 0), 0u);
+  for (const char* ini : {"demo.ini", "python/loss_hook.ini", "python/more_hooks.ini"}) {
+    const std::string text = read_file(docs / "examples" / ini);
+    EXPECT_THAT(text, HasSubstr("[run]")) << ini;
+    EXPECT_FALSE(std::regex_search(text, std::regex("(^|\n)run_dir *="))) << ini;
+  }
+  const fs::path work = dir_ / "work";
+  fs::create_directories(work);
+  ProcessResult r = Process({"run", "--config", (docs / "examples" / "demo.ini").string(), "--set",
+                             "hook.stop.last_step=5", "--log-level", "warn"},
+                            work, {}, prefix / "bin" / "hookhost")
+                        .wait();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("outputs: " + fs::canonical(work / "hookhost-run").string()));
+  EXPECT_TRUE(fs::exists(work / "hookhost-run" / "checkpoints" / "model.ckpt-5"));
+  EXPECT_FALSE(fs::exists(docs / "runs"));
+  EXPECT_FALSE(fs::exists(prefix / "share" / "doc" / "runs"));
+}
+
 }  // namespace
 }  // namespace hookhost::testing
