@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "hookhost/host/job.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
 
@@ -156,6 +157,24 @@ TEST_F(CliRunModes, StrictCountsAnErrorUnderContinueAndALostRunnerButNotACleanJo
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("hookhost: job completed (")) << "no failure in the headline";
   EXPECT_THAT(r.err, Not(HasSubstr("--strict")));
+}
+
+TEST(HookFailuresText, NamesEveryDisabledHookThenEveryFailingOneAndNothingForACleanJob) {
+  const auto report = [](const std::string& name, bool disabled, uint64_t failures,
+                         const std::string& failure) {
+    HookReport r;
+    r.instance_name = name;
+    r.disabled = disabled;
+    r.failure = failure;
+    r.callbacks["after_run"].failures = failures;
+    return r;
+  };
+  EXPECT_EQ(hook_failures_text({report("clean", false, 0, "")}), "");
+  EXPECT_EQ(hook_failures_text({report("a", true, 1, "begin failed: x"), report("ok", false, 0, ""),
+                                report("b", true, 1, "end failed: y"),
+                                report("c", false, 3, "after_run failed: z\nw")}),
+            "2 hooks disabled: 'a' (begin failed: x), 'b' (end failed: y); hook 'c' failed 3 "
+            "times (first: after_run failed: z\\nw)");
 }
 
 // ---- signals ------------------------------------------------------------------------------------
