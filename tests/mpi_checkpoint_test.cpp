@@ -1,6 +1,7 @@
 // Checkpoints of distributed jobs end to end: real `mpirun --oversubscribe -np N hookhost run`
 // processes on the built-in linreg workload. Whichever process asks, the chief writes one file for
-// the job; every process learns where the chief's newest checkpoint is.
+// the job; every process learns where the chief's newest checkpoint is; a job resumes with another
+// number of processes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -32,6 +33,13 @@ class MpiCheckpoint : public ::testing::Test {
     const auto at = line.find(" last=");
     return at == std::string::npos ? std::string() : line.substr(at + 6);
   }
+  // A scripted hook on rank R that traces its creation and restored state into trace-R.txt.
+  static std::string counter(int rank) {
+    const std::string r = std::to_string(rank);
+    return "[hook.counter" + r + "]\nplugin = scripted\nranks = " + r + "\ntrace = trace-" + r +
+           ".txt\ntrace_create = true\n";
+  }
+
   TempDir dir_;
 };
 
@@ -135,6 +143,57 @@ TEST_P(MpiCheckpointRequestOnRank, ARecoveryWritesAPendingCheckpointOfTheRestore
 INSTANTIATE_TEST_SUITE_P(OnEachKindOfRank, MpiCheckpointRequestOnRank, ::testing::Values(0, 1),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "Rank" + std::to_string(info.param);
+                         });
+
+// The number of processes of the resumed job.
+class MpiCheckpointResume : public MpiCheckpoint, public ::testing::WithParamInterface<int> {};
+
+TEST_P(MpiCheckpointResume, AJobOfTwoProcessesResumesWithAnotherNumber) {
+  const int resumed_ranks = GetParam();
+  const std::string common =
+      "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n"
+      "[hook.checkpoint_saver]\nsave_steps = 10\n";
+  const fs::path first =
+      write_config("first.ini", common + "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n" +
+                                    counter(0) + counter(1));
+  const ProcessResult two = mpirun(2, first);
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  ASSERT_TRUE(fs::exists(checkpoint(20)));
+
+  std::string hooks;
+  for (int rank = 0; rank < resumed_ranks; ++rank) hooks += counter(rank);
+  const fs::path second = write_config(
+      "second.ini", common + "[hook.stop]\nplugin = stop_at_step\nlast_step = 40\n" + hooks);
+  const ProcessResult resumed = mpirun(resumed_ranks, second);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(count_occurrences(resumed.err, "resuming from"), resumed_ranks) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("at global step 20"));
+  for (int rank = 0; rank < resumed_ranks; ++rank) {
+    const auto lines = lines_of(dir_ / ("trace-" + std::to_string(rank) + ".txt"));
+    std::vector<std::string> states;  // one "create state=..." line per creation that had one
+    for (const auto& line : lines)
+      if (line.find(" create state=") != std::string::npos) states.push_back(line);
+    if (rank < 2) {
+      // Its own state from the run of two: 20 after_runs; created twice, restored once.
+      ASSERT_EQ(states.size(), 1u) << "rank " << rank;
+      EXPECT_THAT(states[0], HasSubstr("after_runs=20"));
+    } else {
+      EXPECT_TRUE(states.empty()) << "rank " << rank << " had no saved state: " << states[0];
+      EXPECT_EQ(count_occurrences(read_file(dir_ / ("trace-" + std::to_string(rank) + ".txt")),
+                                  " create\n"),
+                1);
+    }
+    EXPECT_THAT(lines.back(), HasSubstr("destroy"));
+    ASSERT_GE(lines.size(), 2u);
+    EXPECT_THAT(lines[lines.size() - 2], HasSubstr("end outcome=stopped"));
+    EXPECT_THAT(lines[lines.size() - 2], HasSubstr("gs=40"));
+  }
+  EXPECT_TRUE(fs::exists(checkpoint(40)));
+}
+
+INSTANTIATE_TEST_SUITE_P(FewerAndMore, MpiCheckpointResume, ::testing::Values(1, 3),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "Processes";
                          });
 
 }  // namespace
