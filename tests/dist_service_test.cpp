@@ -137,12 +137,20 @@ TEST_F(DistService, FourProcessesAndAHookOnSomeRanksRankedInJobOrder) {
   EXPECT_FALSE(fs::exists(run_dir(2) / "some.txt"));
 }
 
-TEST_F(DistService, ACallOnTheChiefAloneFailsNamingHookAndCallbackAndTheJobEnds) {
+// The rank that calls a collective alone: the chief, or another process.
+class DistServiceAloneOnRank : public DistService, public ::testing::WithParamInterface<int> {};
+
+TEST_P(DistServiceAloneOnRank, ACallOnOneRankAloneFailsNamingHookAndCallbackAndTheJobEnds) {
+  const int alone = GetParam();
+  const std::string mode = alone == 0
+                               ? "mode = chief_only\n"
+                               : "mode = alone\nalone_rank = " + std::to_string(alone) + "\n";
   const ProcessResult r =
       mpirun(2, write_config(job("distributed = mpi\ncollective_timeout_ms = 500\n",
-                                 "[hook.avg]\nplugin = dist_probe\nmode = chief_only\n")));
+                                 "[hook.avg]\nplugin = dist_probe\n" + mode)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto errors = starting_with(probe(0), "error ");
+  EXPECT_TRUE(starting_with(probe(1 - alone), "error ").empty());
+  const auto errors = starting_with(probe(alone), "error ");
   ASSERT_EQ(errors.size(), 4u) << r.err;  // three after_run calls and the one in end
   const std::string first = errors[0];
   EXPECT_THAT(first, HasSubstr("status=1: hh.dist/1 allreduce: hook 'avg' (plugin 'dist_probe') "
@@ -164,6 +172,11 @@ TEST_F(DistService, ACallOnTheChiefAloneFailsNamingHookAndCallbackAndTheJobEnds)
   EXPECT_THAT(r.out, HasSubstr("hookhost: job stopped"));
   EXPECT_THAT(r.out, HasSubstr("hookhost: rank 1: job stopped"));
 }
+
+INSTANTIATE_TEST_SUITE_P(OnEachKindOfRank, DistServiceAloneOnRank, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "Rank" + std::to_string(info.param);
+                         });
 
 TEST_F(DistService, CallsWithDifferentCountsFailOnEveryProcessWithoutWaiting) {
   // A long timeout: the mismatch is found by the agreement that starts every call, not by waiting.

@@ -84,13 +84,24 @@ class MpiJob : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(MpiJob, TwoRanksStopTogetherAtLastStepWithOneReason) {
+// A test of a hook's request (a stop, a checkpoint, a failure) runs once with the request on the
+// chief and once on another rank: the agreement must count every process alike.
+class MpiJobRequestOnRank : public MpiJob, public ::testing::WithParamInterface<int> {
+ protected:
+  static std::string requesting_rank() { return std::to_string(GetParam()); }
+};
+
+std::string rank_name(const ::testing::TestParamInfo<int>& info) {
+  return "Rank" + std::to_string(info.param);
+}
+
+TEST_P(MpiJobRequestOnRank, TwoRanksStopTogetherAtLastStepWithOneReason) {
   const fs::path config = write_config("job.ini",
                                        "[run]\ndistributed = mpi\nrun_dir = out\n"
                                        "[workload]\nepochs = 0\n"
                                        "[hook.stop]\nplugin = stop_at_step\n"
-                                       "last_step = 30\n" +
-                                           trace_hooks(2));
+                                       "last_step = 30\nranks = " +
+                                           requesting_rank() + "\n" + trace_hooks(2));
   const ProcessResult r =
       mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -100,6 +111,7 @@ TEST_F(MpiJob, TwoRanksStopTogetherAtLastStepWithOneReason) {
         << "rank " << rank;
     EXPECT_THAT(end_line(lines), HasSubstr("end outcome=stopped"));
     EXPECT_THAT(end_line(lines), HasSubstr("reached the step limit (last_step=30"));
+    EXPECT_THAT(end_line(lines), HasSubstr("(rank " + requesting_rank() + ")"));
   }
   EXPECT_EQ(end_line(trace(0)), end_line(trace(1)));
   // The job's summary comes from the chief; the other rank prints one line.
@@ -160,43 +172,48 @@ TEST_F(MpiJob, FourRanksHoldIdenticalModelsAndTrackOneProcess) {
   EXPECT_LT(chief.rbegin()->second[0], chief.begin()->second[0]);  // it learned
 }
 
-TEST_F(MpiJob, NanGuardOnOneRankFailsEveryRankCleanly) {
-  // The NaN guard runs on rank 1 only; the whole job must still fail, every rank with end(failed).
-  const fs::path config =
-      write_config("job.ini",
-                   "[run]\ndistributed = mpi\nrun_dir = out\n"
-                   "[workload]\nepochs = 0\nfail_at_step = 7\nfail_kind = nan\n"
-                   "[hook.nan]\nplugin = nan_tensor\nranks = 1\non_error = fail\n"
-                   "[hook.stop]\nplugin = stop_at_step\nlast_step = 50\n" +
-                       trace_hooks(2));
+TEST_P(MpiJobRequestOnRank, NanGuardOnOneRankFailsEveryRankCleanly) {
+  // The NaN guard runs on one rank only; the whole job must still fail, every rank with
+  // end(failed).
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 0\nfail_at_step = 7\nfail_kind = nan\n"
+                                       "[hook.nan]\nplugin = nan_tensor\nranks = " +
+                                           requesting_rank() +
+                                           "\non_error = fail\n"
+                                           "[hook.stop]\nplugin = stop_at_step\nlast_step = 50\n" +
+                                           trace_hooks(2));
   const ProcessResult r =
       mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
   EXPECT_NE(r.exit_code, 0);
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_THAT(end_line(trace(rank)), HasSubstr("end outcome=failed")) << "rank " << rank;
-    EXPECT_THAT(end_line(trace(rank)), HasSubstr("(rank 1)"));
+    EXPECT_THAT(end_line(trace(rank)), HasSubstr("(rank " + requesting_rank() + ")"));
     EXPECT_THAT(end_line(trace(rank)), HasSubstr("gs=8"));  // both ended after step 8
   }
   EXPECT_EQ(end_line(trace(0)), end_line(trace(1)));
   EXPECT_THAT(r.out, HasSubstr("hookhost: job failed"));
 }
 
-TEST_F(MpiJob, HookFailureBeforeTheStepOnOneRankCallsTheStepOffEverywhere) {
-  // Rank 1's hook fails in before_run of iteration 5: rank 1 never runs that step, and rank 0,
-  // already in the step's gradient allreduce, must not be left waiting.
+TEST_P(MpiJobRequestOnRank, HookFailureBeforeTheStepOnOneRankCallsTheStepOffEverywhere) {
+  // One rank's hook fails in before_run of iteration 5: that rank never runs the step, and the
+  // other, already in the step's gradient allreduce, must not be left waiting.
   const fs::path config = write_config(
       "job.ini", "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n" +
-                     trace_hooks(1) +
-                     "[hook.breaker]\nplugin = scripted\nranks = 1\ntrace = breaker.txt\n"
+                     trace_hooks(2) +
+                     "[hook.breaker]\nplugin = scripted\nranks = " + requesting_rank() +
+                     "\ntrace = breaker.txt\n"
                      "fail_in = before_run\nfail_at_iteration = 5\non_error = fail\n");
   const ProcessResult r =
       mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
   EXPECT_NE(r.exit_code, 0);
-  const auto chief = trace(0);
-  EXPECT_THAT(last_line_starting(chief, " after_run gs="), HasSubstr("it=4"));
-  EXPECT_THAT(end_line(chief), HasSubstr("end outcome=failed"));
-  EXPECT_THAT(end_line(chief), HasSubstr("scripted failure in before_run"));
-  EXPECT_THAT(end_line(chief), HasSubstr("(rank 1)"));
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto lines = trace(rank);
+    EXPECT_THAT(last_line_starting(lines, " after_run gs="), HasSubstr("it=4")) << "rank " << rank;
+    EXPECT_THAT(end_line(lines), HasSubstr("end outcome=failed"));
+    EXPECT_THAT(end_line(lines), HasSubstr("scripted failure in before_run"));
+    EXPECT_THAT(end_line(lines), HasSubstr("(rank " + requesting_rank() + ")"));
+  }
 }
 
 TEST_F(MpiJob, SigtermToTheLauncherStopsEveryRankAfterTheSameStep) {
@@ -218,9 +235,11 @@ TEST_F(MpiJob, SigtermToTheLauncherStopsEveryRankAfterTheSameStep) {
   EXPECT_EQ(end_line(trace(0)), end_line(trace(1)));  // the same step and reason
 }
 
-TEST_F(MpiJob, KillOneRankThenResumeEveryRankFromTheChiefsCheckpoint) {
+TEST_P(MpiJobRequestOnRank, KillOneRankThenResumeEveryRankFromTheChiefsCheckpoint) {
+  // The checkpoints are asked for on the requesting rank; the chief writes them.
   const std::string hooks =
-      "[hook.checkpoint_saver]\nsave_steps = 10\n"
+      "[hook.checkpoint_saver]\nsave_steps = 10\nranks = " + requesting_rank() +
+      "\n"
       "[hook.stop]\nplugin = stop_at_step\nlast_step = 40\n"
       "[hook.counter0]\nplugin = scripted\nranks = 0\ntrace = trace-0.txt\ntrace_create = true\n"
       "[hook.counter1]\nplugin = scripted\nranks = 1\ntrace = trace-1.txt\ntrace_create = true\n"
@@ -246,19 +265,21 @@ TEST_F(MpiJob, KillOneRankThenResumeEveryRankFromTheChiefsCheckpoint) {
   }
 }
 
-TEST_F(MpiJob, AnEmbeddingMpiProgramKeepsItsOwnCommunicator) {
-  // Three ranks; rank 2 asks for a stop after 10 steps: every rank runs step 11 and stops there,
-  // with the same reason and the same model, and the program's own allreduces still add up.
-  const ProcessResult r = mpirun_process(3, HOOKHOST_MPI_EMBED_PROBE,
-                                         {"40", "2", "10", (dir_ / "runs").string()}, dir_.path())
-                              .wait();
+TEST_P(MpiJobRequestOnRank, AnEmbeddingMpiProgramKeepsItsOwnCommunicator) {
+  // Three ranks; one asks for a stop after 10 steps: every rank runs step 11 and stops there, with
+  // the same reason and the same model, and the program's own allreduces still add up.
+  const ProcessResult r =
+      mpirun_process(3, HOOKHOST_MPI_EMBED_PROBE,
+                     {"40", requesting_rank(), "10", (dir_ / "runs").string()}, dir_.path())
+          .wait();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines;
   for (const auto& line : lines_of(r.out))
     if (line.rfind("rank ", 0) == 0) lines.push_back(line.substr(line.find(" steps ")));
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_THAT(lines[0], HasSubstr(" steps 11 global_step 11 outcome stopped "
-                                  "reason <the embedding program asked (rank 2)>"));
+                                  "reason <the embedding program asked (rank " +
+                                  requesting_rank() + ")>"));
   EXPECT_THAT(lines[0], HasSubstr(" total 3"));  // 0 + 1 + 2 on the program's own communicator
   EXPECT_EQ(lines[1], lines[0]);                 // the same model state, bit for bit, on every rank
   EXPECT_EQ(lines[2], lines[0]);
@@ -306,6 +327,9 @@ TEST_F(MpiJob, RankOutsideTheJobIsAConfigurationErrorOnEveryRank) {
       << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
+
+// Rank 0 is the chief; rank 1 is not.
+INSTANTIATE_TEST_SUITE_P(OnEachKindOfRank, MpiJobRequestOnRank, ::testing::Values(0, 1), rank_name);
 
 }  // namespace
 }  // namespace hookhost::testing

@@ -414,8 +414,10 @@ struct Lifecycle {
         m.live_step.load(), message, backoff.count(), attempt, m.options.max_recoveries);
     std::this_thread::sleep_for(backoff);
     create_session();
-    // Every process recreated its session before on_recover, which may be collective.
-    if (m.options.communicator) m.agree_across_processes();
+    // Every process recreated its session before on_recover, which may be collective. The
+    // checkpoint decision waits for the boundary below: a checkpoint taken here would hold the
+    // freshly reset workload, not the restored one.
+    if (m.options.communicator) m.agree_across_processes(/*decide_checkpoint=*/false);
     if (m.failed) return false;
     m.wait_for_checkpoints();  // on_recover reads the newest checkpoint from disk
     if (m.options.on_recover) {

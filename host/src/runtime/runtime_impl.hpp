@@ -151,6 +151,9 @@ struct Runtime::Impl {
   mutable std::mutex checkpoint_mutex;
   std::string checkpoint_reasons;
   std::optional<WrittenCheckpoint> newest_checkpoint;
+  // A distributed job's chief: the newest checkpoint as last told to the other processes, which
+  // keep the chief's in newest_checkpoint (step_boundary.cpp).
+  std::optional<WrittenCheckpoint> shared_checkpoint;
   CheckpointWriter checkpoint_writer{[this](const CheckpointSave& save) { write_snapshot(save); }};
   // States restored from a checkpoint, given to each instance as it is created.
   std::map<std::string, SavedHookState> restored_states;
@@ -212,8 +215,12 @@ struct Runtime::Impl {
       write_requested_checkpoint();
   }
   // One collective on every process of a distributed job (step_boundary.cpp), then the
-  // checkpoint it decided, if any.
-  void agree_across_processes();
+  // checkpoint it decided, if any. Without `decide_checkpoint` a pending request waits for the
+  // next boundary (a recovery agrees before the session's state is restored).
+  void agree_across_processes(bool decide_checkpoint = true);
+  bool chief_checkpoint_unshared() const;
+  // Collective: every process learns the chief's newest completed checkpoint.
+  void share_chief_checkpoint();
   // A slot gets no more calls but end(); the step's slot list is rebuilt before the next step.
   void disable(Slot& slot) {
     slot.disabled = true;

@@ -3,7 +3,9 @@
 // for all of them: the job ends when any process failed, stopped or ran out of data, with that
 // process's outcome and reason (a failure first, then the lowest rank), and a checkpoint is taken
 // when any process asked for one. No process leaves its loop before the others know, so none is
-// left waiting in a collective.
+// left waiting in a collective. A second, small allreduce follows only at a boundary that ends the
+// job, takes a checkpoint, or after the chief finished writing one (then the chief also broadcasts
+// its newest checkpoint, which hh.checkpoint/1 last_written reports on every process).
 #include "distributed/state_transfer.hpp"
 #include "runtime_impl.hpp"
 
@@ -14,27 +16,37 @@ enum class Ending : int64_t { failed = 0, stopped = 1, end_of_data = 2, none = 3
 
 }  // namespace
 
-void Runtime::Impl::agree_across_processes() {
+void Runtime::Impl::agree_across_processes(bool decide_checkpoint) {
   // A request made from another thread after this point waits for the next boundary: every
-  // process must decide on the same requests.
-  const bool asked = checkpoint_requested.exchange(false);
+  // process must decide on the same requests. A boundary that does not decide on checkpoints
+  // leaves the request for the next one.
+  const bool asked = decide_checkpoint && checkpoint_requested.exchange(false);
   Communicator& comm = *options.communicator;
   const int64_t size = comm.size(), rank = comm.rank();
+  const bool chief_has_news = comm.is_chief() && chief_checkpoint_unshared();
   const Ending mine = failed                  ? Ending::failed
                       : stop_requested.load() ? Ending::stopped
                       : end_of_data           ? Ending::end_of_data
                                               : Ending::none;
-  // One allreduce of one integer, the minimum wins: the ending kind, then the lowest rank, then
-  // a checkpoint asked for. While nobody ends the job (every step but the last) every process
-  // votes the same ending and rank part, so the lowest bit is "anyone asked".
-  int64_t vote = (static_cast<int64_t>(mine) * size + rank) * 2 + (asked ? 0 : 1);
+  // One allreduce of one integer, the minimum wins: the ending kind, then the lowest rank of a
+  // process that ends the job, then "more to agree on". A process that does not end the job votes
+  // rank 0, so while nobody ends it every process votes the same upper part and the lowest bit is
+  // the minimum over every process: 0 when anyone asked for a checkpoint or the chief has news.
+  const int64_t rank_part = mine == Ending::none ? 0 : rank;
+  int64_t vote =
+      (static_cast<int64_t>(mine) * size + rank_part) * 2 + (asked || chief_has_news ? 0 : 1);
   comm.allreduce(&vote, 1, ReduceOp::min);
   const auto ending = static_cast<Ending>(vote / 2 / size);
-  int64_t nobody_asked = vote % 2;
+  bool anyone_asked = false;
+  if (ending != Ending::none || vote % 2 == 0) {
+    // At a boundary that ends the job the bit came from the winner alone, and elsewhere it does
+    // not say which of the two it was: ask every process for both.
+    int64_t details[2] = {asked ? 1 : 0, chief_has_news ? 1 : 0};
+    comm.allreduce(details, 2, ReduceOp::max);
+    anyone_asked = details[0] != 0;
+    if (details[1] != 0) share_chief_checkpoint();
+  }
   if (ending != Ending::none) {
-    // The bit came from the winner alone: ask once more, at the one boundary that ends the job.
-    nobody_asked = asked ? 0 : 1;
-    comm.allreduce(&nobody_asked, 1, ReduceOp::min);
     const int winner = static_cast<int>(vote / 2 % size);
     // The winner's cause and reason, once per job: every process ends with the same words.
     std::string message;
@@ -78,7 +90,7 @@ void Runtime::Impl::agree_across_processes() {
     }
     agreed_stop = true;
   }
-  if (nobody_asked == 0) {
+  if (anyone_asked) {
     if (!asked) {
       std::lock_guard lock(checkpoint_mutex);
       if (checkpoint_reasons.empty()) checkpoint_reasons = "a hook on another process";
@@ -118,6 +130,33 @@ void Runtime::Impl::write_agreed_checkpoint() {
         all.emplace(rank_state_key(name, r), std::move(state));
     return all;
   });
+}
+
+bool Runtime::Impl::chief_checkpoint_unshared() const {
+  std::lock_guard lock(checkpoint_mutex);
+  if (!newest_checkpoint) return false;
+  return !shared_checkpoint || shared_checkpoint->global_step != newest_checkpoint->global_step ||
+         shared_checkpoint->file != newest_checkpoint->file;
+}
+
+void Runtime::Impl::share_chief_checkpoint() {
+  Communicator& comm = *options.communicator;
+  std::string message;
+  if (comm.is_chief()) {
+    std::lock_guard lock(checkpoint_mutex);
+    shared_checkpoint = newest_checkpoint;
+    if (newest_checkpoint)
+      message =
+          std::to_string(newest_checkpoint->global_step) + "\n" + newest_checkpoint->file.string();
+  }
+  comm.broadcast(message, 0);
+  if (comm.is_chief() || message.empty()) return;
+  const std::size_t newline = message.find('\n');
+  if (newline == std::string::npos) return;
+  std::lock_guard lock(checkpoint_mutex);
+  // The other processes name the chief's file, the job's one checkpoint at that step.
+  newest_checkpoint =
+      WrittenCheckpoint{message.substr(newline + 1), std::stoll(message.substr(0, newline))};
 }
 
 }  // namespace hookhost

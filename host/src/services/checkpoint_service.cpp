@@ -1,6 +1,6 @@
-// hh.checkpoint/1: a hook asks for a checkpoint and reads where the newest one went. The request
-// is recorded at once; the runtime takes the snapshot at the next step boundary and writes it in
-// the background (runtime/checkpoints.cpp).
+// hh.checkpoint/1: a hook asks for a checkpoint and reads where the newest completed one went.
+// The request is recorded at once; the runtime takes the snapshot at the next step boundary and
+// writes it in the background (runtime/checkpoints.cpp).
 #include <hookhost/ext/checkpoint.h>
 
 #include "runtime/runtime_impl.hpp"
@@ -22,9 +22,9 @@ hh_status CheckpointService::request(HostServices& caller, const char* reason) {
 
 int32_t CheckpointService::last_written(HostServices& caller, char* out_path, size_t capacity,
                                         int64_t* step) {
-  // ABI 1.0 promises that a call after a boundary sees the checkpoint taken there: wait for the
-  // save in flight, which is written in the background.
-  caller.owner->wait_for_checkpoints();
+  // The newest completed checkpoint, without waiting for a save in flight: a hook may call this
+  // on the training thread every step, and the background writer must not slow the step down. In
+  // a distributed job the other processes hold the chief's, as shared at a step boundary.
   const auto written = caller.owner->last_checkpoint();
   if (!written) return 0;
   if (out_path && capacity > 0) copy_cut(written->file.string(), out_path, capacity);
