@@ -429,19 +429,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   for (const HookConfig& hook : cfg.hooks) {
     const DiscoveredPlugin* d = found.find(hook.plugin);
     const auto hook_where = [&](const std::string& key) { return cfg.where(hook, key); };
-    if (!hook.enabled) {
-      // Still checked, so enabling it later cannot reveal an old mistake in the middle of a run.
-      if (d) {
-        resolve_checked(d->metadata, hook.name, hook.params, hook_where);
-        log.info("hook '{}' is disabled in the configuration", hook.name);
-      } else {
-        log.warn(
-            "hook '{}' is disabled in the configuration; its plugin '{}' was not found, so "
-            "its parameters were not checked",
-            hook.name, display_text(hook.plugin));
-      }
-      continue;
-    }
+    // A disabled hook is checked too, so enabling it later cannot reveal an old mistake (a
+    // misspelt plugin id, a bad parameter) in the middle of a run.
     if (!d) {
       std::string dir_list;
       for (const auto& dir : dirs)
@@ -451,8 +440,17 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
         rejected += "\n  rejected " + display_text(r.file.string()) + ": " + display_text(r.reason);
       throw ConfigError(cfg.where(hook, "plugin") + "unknown plugin '" + display_text(hook.plugin) +
                             "': no plugin with this id in " + dir_list +
-                            " ('hookhost plugins list' shows what is available)" + rejected,
+                            " ('hookhost plugins list' shows what is available)" +
+                            (hook.enabled ? ""
+                                          : "; the hook is disabled, but its plugin must "
+                                            "still exist: fix the id or remove the section") +
+                            rejected,
                         "plugin");
+    }
+    if (!hook.enabled) {
+      resolve_checked(d->metadata, hook.name, hook.params, hook_where);
+      log.info("hook '{}' is disabled in the configuration", hook.name);
+      continue;
     }
     if (!cfg.allowed_plugins.empty() &&
         std::find(cfg.allowed_plugins.begin(), cfg.allowed_plugins.end(), d->metadata.id) ==
