@@ -745,7 +745,17 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
       if (moved_aside) put_back(p, *moved_aside, log);
       // The plugin's message often names the parameter it refused: point at that key's line.
       const std::string key = e.key().empty() ? key_named_in(e.what(), item.hook->params) : e.key();
-      throw ConfigError(cfg.where(*item.hook, key) + display_text(e.what(), 1024), key);
+      // The plugin's code reads a parameter its own list lacks or types otherwise: no line of
+      // the config is wrong, so none is named.
+      const bool plugins_own_mistake =
+          key.empty() &&
+          std::string_view(e.what()).find("the plugin's parameter list") != std::string_view::npos;
+      const std::string where =
+          plugins_own_mistake
+              ? (cfg.file ? display_text(cfg.file->string()) + ": " : std::string()) + "[hook." +
+                    item.hook->name + "]: "
+              : cfg.where(*item.hook, key);
+      throw ConfigError(where + display_text(e.what(), 1024), key);
     }
   }
 
