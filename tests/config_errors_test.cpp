@@ -68,7 +68,7 @@ const std::vector<BadConfig> kBadConfigs = {
     {"# in a header", "[hook.a#b]\n", 1, "[hook.a#b]", "letters, digits, '_' and '-'"},
     {"; in a header", "[hook.a;b]\n", 1, "[hook.a;b]", "letters, digits, '_' and '-'"},
     {"dot in instance name", "[hook.a.b]\n", 1, "[hook.a.b]", "letters, digits"},
-    {"comment after a header", "[run] # main\n", 1, "[run] # main", "alone on the line"},
+    {"comment right after a header", "[run]# main\n", 1, "[run]# main", "alone on the line"},
     {"unclosed header", "[run\n", 1, "[run", "malformed section header"},
     {"empty header", "[]\n", 1, "[]", "unknown section"},
     {"unknown section", "[hookz.a]\nx = 1\n", 1, "[hookz.a]", "[run], [workload] and [hook.NAME]"},
@@ -105,12 +105,16 @@ const std::vector<BadConfig> kBadConfigs = {
      "[hook.a]", "appears twice (first at line 1)"},
     {"run section twice", "[run]\nlog_level = info\n[run]\n", 3, "[run]", "appears twice"},
     {"workload section twice", "[workload]\n[workload]\n", 2, "[workload]", "appears twice"},
+    {"disabled hook with an unknown plugin", "[hook.x]\nplugin = no_such_plugin\nenabled = false\n",
+     2, "[hook.x] plugin", "unknown plugin 'no_such_plugin'"},
     // ---- values
-    {"# in a plugin value", "[hook.s]\nplugin = stop_at_step\nlast_step = 5 # five\n", 3,
-     "[hook.s] last_step", "quote the value"},
-    {"# in a workload value", "[workload]\nlabel = mpg # the label\n", 2, "[workload] label",
-     "quote the value"},
-    {"# in a run value", "[run]\nlog_level = info #\n", 2, "[run] log_level", "'#' in a value"},
+    {"# in a plugin value", "[hook.s]\nplugin = stop_at_step\nlast_step = 5#five\n", 3,
+     "[hook.s] last_step", "quote it: \"5#five\""},
+    {"; in a workload value", "[workload]\nlabel = mpg;the label\n", 2, "[workload] label",
+     "';' in a value is ambiguous"},
+    {"# in a run value", "[run]\nlog_level = info#\n", 2, "[run] log_level", "'#' in a value"},
+    {"comment leaves a bad value", "[run]\nlog_level = loud  ; comment\n", 2, "[run] log_level",
+     "got 'loud'"},
     {"unclosed quote", "[workload]\nlabel = \"mpg\n", 2, "[workload] label", "no closing '\"'"},
     {"text after a quote", "[workload]\nlabel = \"mpg\" x\n", 2, "[workload] label",
      "text after the closing quote"},
@@ -245,6 +249,16 @@ TEST_F(ConfigErrorsTest, ControlCharactersAreRefusedAndNotEchoed) {
       "fo\x1b[2J\n");
   EXPECT_THAT(err, AllOf(HasSubstr(file_line(2)), HasSubstr("control character 0x01")));
   EXPECT_THAT(err, Not(HasSubstr("\x1b")));
+}
+
+// A NUL byte (a UTF-16 file, a binary one) names the line, the section and the key it is in.
+TEST_F(ConfigErrorsTest, ANulByteNamesTheLineSectionAndKey) {
+  const std::string err =
+      expect_refused(std::string("[hook.s]\nplugin = stop_at_step\nlast_step = 3\0", 45) + "\n");
+  EXPECT_THAT(err, HasSubstr(file_line(3) + "[hook.s] last_step: control character 0x00 in the "
+                                            "value; a config file is plain text"));
+  const std::string in_header = expect_refused(std::string("[run]\n[wor\0kload]\n", 18));
+  EXPECT_THAT(in_header, HasSubstr(file_line(2) + "control character 0x00 in the line"));
 }
 
 TEST_F(ConfigErrorsTest, SetArgumentsAreNamedInTheirErrors) {

@@ -139,11 +139,68 @@ TEST_F(ConfigTest, RunKeyGivenTwice) {
               AllOf(HasSubstr("job.ini:3: [run] run_dir"), HasSubstr("first at line 2")));
 }
 
-TEST_F(ConfigTest, QuotedValuesKeepHashAndSpaces) {
+TEST_F(ConfigTest, QuotedValuesKeepHashSemicolonAndSpaces) {
   JobConfig c = load_job_config(
-      write("[hook.a]\nformat = \"  # {loss} \\\"q\\\" \\\\ \"\nlabel = a;b\n"), {});
+      write("[hook.a]\nformat = \"  # {loss} \\\"q\\\" \\\\ \"\nlabel = \"a;b\"  ; kept\n"), {});
   EXPECT_THAT(c.hooks[0].params,
               ElementsAre(Pair("format", "  # {loss} \"q\" \\ "), Pair("label", "a;b")));
+}
+
+// The INI rule: outside quotes, a space or tab then ';' or '#' starts a comment, after a value
+// and after a section header, as the documented examples write them.
+TEST_F(ConfigTest, ASpaceThenSemicolonOrHashStartsAnInlineComment) {
+  JobConfig c = load_job_config(write("[run]   ; the job\n"
+                                      "distributed = mpi        ; none (default) or mpi\n"
+                                      "log_level = debug\t# tab before the hash\n"
+                                      "[hook.py]  # a Python hook\n"
+                                      "plugin = python_hook\n"
+                                      "script = loss_hook.py  ; a .py file\n"
+                                      "args = {\"k\": 1}   ; JSON\n"
+                                      "empty = ; nothing but a comment\n"
+                                      "quoted = \"x ; y\"\t# comment after quotes\n"),
+                                {});
+  EXPECT_EQ(c.distributed, Distribution::mpi);
+  EXPECT_EQ(c.log_level, "debug");
+  ASSERT_EQ(c.hooks.size(), 1u);
+  EXPECT_EQ(c.hooks[0].plugin, "python_hook");
+  EXPECT_THAT(c.hooks[0].params,
+              ElementsAre(Pair("args", "{\"k\": 1}"), Pair("empty", ""), Pair("quoted", "x ; y"),
+                          Pair("script", "loss_hook.py")));
+}
+
+// A ';' or '#' right after other text is read differently by different INI readers: refused,
+// naming the line and the key and saying how to quote it.
+TEST_F(ConfigTest, ASemicolonOrHashWithoutASpaceBeforeItIsRefused) {
+  EXPECT_THAT(error_of("[hook.a]\nlabel = a;b\n"),
+              AllOf(HasSubstr("job.ini:2: [hook.a] label: ';' in a value is ambiguous"),
+                    HasSubstr("quote it: \"a;b\"")));
+  EXPECT_THAT(error_of("[run]\nrun_dir = out#1\n"),
+              AllOf(HasSubstr("job.ini:2: [run] run_dir: '#' in a value is ambiguous"),
+                    HasSubstr("a space or tab before its ';' or '#'")));
+  EXPECT_THAT(error_of("[workload]\nlabel =;x\n"),
+              HasSubstr("job.ini:2: [workload] label: ';' in a value is ambiguous"));
+  EXPECT_THAT(error_of("[workload]\nlabel = \"mpg\";x\n"),
+              AllOf(HasSubstr("job.ini:2: [workload] label: text after the closing quote"),
+                    HasSubstr("';x'")));
+  EXPECT_THAT(error_of("[run]# main\n"), AllOf(HasSubstr("job.ini:1"), HasSubstr("alone on")));
+}
+
+// --set values are literal: a ';' or '#' in one is part of the value, as the shell passed it.
+TEST_F(ConfigTest, OverrideValuesAreLiteral) {
+  JobConfig c = load_job_config(write("[hook.a]\n"), {"hook.a.label=x ; y # z", "hook.a.tag=a;b"});
+  EXPECT_THAT(c.hooks[0].params, ElementsAre(Pair("label", "x ; y # z"), Pair("tag", "a;b")));
+}
+
+// One list of host-owned hook keys: the reader takes every one of them as its own (a wrong value
+// is the host's error, never handed to a plugin), and no other key.
+TEST_F(ConfigTest, TheReaderTakesEveryHostOwnedHookKey) {
+  for (std::string_view key : kHostHookKeys) {
+    const std::string value = key == "plugin" ? "" : "?!";
+    const std::string error = error_of("[hook.a]\n" + std::string(key) + " = " + value + "\n");
+    EXPECT_THAT(error, HasSubstr("job.ini:2: [hook.a] " + std::string(key) + ": ")) << key;
+  }
+  JobConfig c = load_job_config(write("[hook.a]\nrank = 1\nplugins = x\n"), {});
+  EXPECT_THAT(c.hooks[0].params, ElementsAre(Pair("plugins", "x"), Pair("rank", "1")));
 }
 
 TEST_F(ConfigTest, OverridesReplaceFileValuesButTheFileIsStillChecked) {

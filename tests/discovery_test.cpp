@@ -16,10 +16,12 @@
 #include <optional>
 #include <string>
 
-#include "job/display_text.hpp"
-#include "plugins/elf_note.hpp"
+#include "hookhost/host/config.hpp"
 #include "hookhost/host/loader.hpp"
+#include "job/display_text.hpp"
 #include "plugin_files.hpp"
+#include "plugins/elf_note.hpp"
+#include "process.hpp"
 #include "test_support.hpp"
 
 namespace hookhost {
@@ -132,7 +134,7 @@ TEST(Discovery, IsNotRecursive) {
 TEST(Discovery, ReportsEveryBrokenFileWithItsReason) {
   TempDir dir;
   copy_plugin(fixture_plugin("good_c"), dir.path());
-  write_file(dir / "notes.txt", "plain text\n");
+  write_file(dir / "notes.so", "plain text\n");
   fs::path truncated = truncated_copy(fixture_plugin("good_cxx"), dir.path(), "cut.so", 3072);
   fs::path arm = copy_plugin(fixture_plugin("good_cxx"), dir.path(), "arm.so");
 #if defined(__aarch64__)
@@ -145,7 +147,7 @@ TEST(Discovery, ReportsEveryBrokenFileWithItsReason) {
   DiscoveryResult r = discover_plugins({dir.path()});
   EXPECT_EQ(ids(r), std::vector<std::string>{"good_c"});
   ASSERT_EQ(r.rejected.size(), 4u);
-  EXPECT_THAT(reason_for(r, dir / "notes.txt"), HasSubstr("not an ELF file"));
+  EXPECT_THAT(reason_for(r, dir / "notes.so"), HasSubstr("not an ELF file"));
   EXPECT_THAT(reason_for(r, truncated), HasSubstr("truncated: segment"));
   EXPECT_THAT(reason_for(r, truncated), HasSubstr("was the copy interrupted?"));
   EXPECT_THAT(reason_for(r, arm), HasSubstr("wrong machine"));
@@ -381,6 +383,60 @@ TEST(Discovery, RunsNoPluginCodeButLoadingDoes) {
   EXPECT_EQ(loaded->metadata().id, "static_init_marker");
   EXPECT_TRUE(fs::exists(marker)) << "loading did not run the plugin's constructor";
   ::unsetenv("HOOKHOST_TEST_MARKER");
+}
+
+// Only *.so and *.so.N... are plugin files: a renamed old copy with the same id ("x.so.bak",
+// "backup_x") is never read, let alone loaded in place of the real one, and a build folder's other
+// files are only counted.
+TEST(Discovery, ConsidersOnlyFilesNamedLikeAPlugin) {
+  TempDir dir;
+  // Both copies sort before "good_c.so": before the name rule, the backup was the one used.
+  copy_plugin(fixture_plugin("good_c"), dir.path(), "backup_good_c");
+  copy_plugin(fixture_plugin("good_c"), dir.path(), "good_c.so.bak");
+  copy_plugin(fixture_plugin("good_c"), dir.path(), "good_c.so");
+  copy_plugin(fixture_plugin("good_cxx"), dir.path(), "libgood_cxx.so.1.2");
+  copy_plugin(fixture_plugin("no_note"), dir.path(), "no_note.so.1x");
+  copy_plugin(fixture_plugin("no_note"), dir.path(), ".so");
+  write_file(dir / "CMakeCache.txt", "CMAKE_BUILD_TYPE:STRING=Release\n");
+  write_file(dir / "Makefile", "all:\n");
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_EQ(ids(r), (std::vector<std::string>{"good_c", "good_cxx"}));
+  ASSERT_EQ(r.plugins.size(), 2u);
+  EXPECT_EQ(r.plugins[0].file, dir / "good_c.so");
+  EXPECT_EQ(r.plugins[1].file, dir / "libgood_cxx.so.1.2");
+  EXPECT_THAT(r.rejected, IsEmpty());
+  EXPECT_THAT(r.duplicates, IsEmpty());
+  EXPECT_EQ(r.ignored_files, 6u);
+}
+
+TEST(Discovery, PluginsListSaysOtherFilesWereIgnoredInOneLine) {
+  TempDir dir;
+  const fs::path folder = dir / "build";  // the program's own files stay outside it
+  fs::create_directory(folder);
+  copy_plugin(fixture_plugin("good_c"), folder);
+  for (const char* name : {"CMakeCache.txt", "Makefile", "build.ninja", "hookhost_tests"})
+    write_file(folder / name, "x\n");
+  ProcessResult r = run_hookhost({"plugins", "list", "--plugin-dir", folder.string()}, dir.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("good_c"));
+  EXPECT_THAT(r.out, HasSubstr("4 other file(s) ignored: a plugin file is named *.so or *.so.N"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Rejected files")));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("CMakeCache.txt")));
+}
+
+// A parameter named like a host-owned [hook.NAME] key could never be set: the host would take
+// the value. The plugin is refused with the parameter named and the fix.
+TEST(Discovery, RefusesAParameterNamedLikeAHostOwnedHookKey) {
+  TempDir dir;
+  fs::path file = copy_plugin(fixture_plugin("host_key_param"), dir.path());
+  copy_plugin(fixture_plugin("good_c"), dir.path());
+  DiscoveryResult r = discover_plugins({dir.path()});
+  EXPECT_EQ(ids(r), std::vector<std::string>{"good_c"});
+  const std::string reason = reason_for(r, file);
+  EXPECT_THAT(reason, HasSubstr("parameter 'ranks' of plugin 'host_key_param'"));
+  EXPECT_THAT(reason, HasSubstr("a key the host takes in every [hook.NAME] section"));
+  EXPECT_THAT(reason, HasSubstr("must rename the parameter"));
+  for (std::string_view key : kHostHookKeys) EXPECT_THAT(reason, HasSubstr(std::string(key)));
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include <hookhost/host/params.hpp>
 
+#include "process.hpp"
+#include "test_support.hpp"
+
 namespace hookhost {
 namespace {
 
@@ -104,6 +107,40 @@ TEST(Params, BadDefaultInThePluginIsReportedAsThePluginsFault) {
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), AllOf(HasSubstr("default for 'count'"), HasSubstr("plugin's author")));
   }
+}
+
+// A plugin whose constructor reads a parameter wrongly: the message says which mistake it is, names
+// the parameter, the plugin and the fix, and points at no line of the config (none is wrong).
+TEST(ParamsInPluginCode, ReadingAParameterWronglyNamesTheMistakeAndTheFix) {
+  testing::TempDir dir;
+  testing::copy_plugin(testing::fixture_plugin("param_reader"), dir.path());
+  testing::write_file(dir / "job.ini",
+                      "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 1\n\n"
+                      "[hook.reader]\nplugin = param_reader\n");
+  const auto run = [&](const std::string& mistake) {
+    return testing::run_hookhost({"run", "--config", (dir / "job.ini").string(), "--plugin-dir",
+                                  dir.path().string(), "--set", "hook.reader.mistake=" + mistake},
+                                 dir.path());
+  };
+  const std::string file = (dir / "job.ini").string();
+  const testing::ProcessResult undeclared = run("undeclared");
+  EXPECT_EQ(undeclared.exit_code, 2) << undeclared.err;
+  EXPECT_THAT(undeclared.err,
+              AllOf(HasSubstr(file + ": [hook.reader]: "), HasSubstr("plugin 'param_reader'"),
+                    HasSubstr("the plugin reads parameter 'warmup_steps', which is not in the "
+                              "plugin's parameter list: declare it there (e.g. P(warmup_steps, "
+                              "INT, DEFAULT")));
+  EXPECT_THAT(undeclared.err, ::testing::Not(HasSubstr(file + ":8")));
+  const testing::ProcessResult wrong_type = run("wrong_type");
+  EXPECT_EQ(wrong_type.exit_code, 2) << wrong_type.err;
+  EXPECT_THAT(wrong_type.err,
+              HasSubstr("the plugin reads parameter 'label' as INT, but the plugin's parameter "
+                        "list declares it STRING: read it with get_string()"));
+  const testing::ProcessResult unset = run("unset");
+  EXPECT_EQ(unset.exit_code, 2) << unset.err;
+  EXPECT_THAT(unset.err, HasSubstr("parameter 'ratio' is OPTIONAL and not set in the "
+                                   "configuration: check has() before reading it"));
+  EXPECT_EQ(run("none").exit_code, 0);
 }
 
 }  // namespace

@@ -432,6 +432,9 @@ int cmd_plugins(const std::vector<std::string>& args) {
     for (size_t i = 0; i < dirs.size(); ++i)
       std::printf("%s%s", i ? ", " : "", display_text(dirs[i].string()).c_str());
     std::printf("\n");
+    if (found.ignored_files > 0)
+      std::printf("%zu other file(s) ignored: a plugin file is named *.so or *.so.N\n",
+                  found.ignored_files);
     if (!found.duplicates.empty()) {
       std::printf("\nDuplicate plugin ids:\n");
       for (const auto& d : found.duplicates)

@@ -78,7 +78,9 @@ std::string rank_state_key(const std::string& instance, int rank) {
 
 HookStates states_of_rank(const HookStates& all, int rank) {
   HookStates mine;
-  const std::string suffix = "@" + std::to_string(rank);
+  // Appended, not "@" + to_string(rank): GCC 12 at -O3 warns falsely (-Wrestrict) on that form.
+  std::string suffix = "@";
+  suffix += std::to_string(rank);
   for (const auto& [key, state] : all) {
     const std::size_t at = key.rfind('@');
     if (rank == 0 && at == std::string::npos) {

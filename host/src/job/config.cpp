@@ -129,15 +129,29 @@ std::string read_config_text(const fs::path& file) {
   return text;
 }
 
-// The value after '=': plain text, or "..." with \" and \\ as escapes. A plain value may not hold
-// '#', since readers of INI files take it for a comment; quoting keeps it.
-std::string parse_value(const std::string& raw, const std::string& at) {
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+
+// What to write instead of an ambiguous ';' or '#' (shown with the value it was found in).
+std::string comment_rule(const std::string& raw) {
+  return " (a comment after a value needs a space or tab before its ';' or '#': 'value  ; "
+         "comment'); to keep the character in the value, quote it: \"" +
+         display_text(raw) + "\"";
+}
+
+// The value after '=': plain text, or "..." with \" and \\ as escapes. Outside quotes, a ';' or
+// '#' after a space or tab starts a comment (the common INI rule, so documented examples such as
+// 'distributed = mpi   ; or none' read as meant); one with no space before it ('a;b') is refused,
+// since readers disagree on whether it starts a comment. Quoting keeps both characters.
+std::string parse_value(std::string_view after_eq, const std::string& at) {
+  const std::string raw = trim(after_eq);
   if (raw.empty() || raw.front() != '"') {
-    if (raw.find('#') != std::string::npos)
-      throw ConfigError(at +
-                        "'#' in a value is ambiguous (comments go on their own line); to keep "
-                        "it, quote the value: \"" +
-                        display_text(raw) + "\"");
+    for (std::size_t i = 0; i < after_eq.size(); ++i) {
+      if (after_eq[i] != ';' && after_eq[i] != '#') continue;
+      if (i > 0 && is_blank(after_eq[i - 1])) return trim(after_eq.substr(0, i));
+      throw ConfigError(at + "'" + after_eq[i] + "' in a value is ambiguous" + comment_rule(raw));
+    }
     return raw;
   }
   std::string value;
@@ -150,14 +164,19 @@ std::string parse_value(const std::string& raw, const std::string& at) {
     throw ConfigError(at +
                       "the quoted value has no closing '\"' (write \"...\", with \\\" for a "
                       "quote inside)");
-  if (i + 1 != raw.size())
-    throw ConfigError(at + "text after the closing quote: '" + display_text(raw.substr(i + 1)) +
-                      "' (comments go on their own line)");
+  const std::string_view after_quote = std::string_view(raw).substr(i + 1);
+  const std::string tail = trim(after_quote);
+  const bool comment =
+      !tail.empty() && (tail[0] == ';' || tail[0] == '#') && is_blank(after_quote[0]);
+  if (!tail.empty() && !comment)
+    throw ConfigError(at + "text after the closing quote: '" + display_text(tail) +
+                      "' (a comment after a value starts with a space or tab, then ';' or '#')");
   return value;
 }
 
 // The INI grammar, strictly: every line is blank, a comment ('#' or ';' first), a [section] or
-// 'key = value'; anything else is an error naming the line. (Boost's config-file parser cuts
+// 'key = value', the last two optionally followed by a comment (a space or tab, then ';' or '#');
+// anything else is an error naming the line. (Boost's config-file parser cuts
 // values at '#', reports no line numbers and lets a repeated key silently win.)
 std::vector<Entry> parse_ini(const std::string& text, const std::string& origin) {
   std::string_view rest = text;
@@ -176,17 +195,34 @@ std::vector<Entry> parse_ini(const std::string& text, const std::string& origin)
     if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);  // CRLF line endings
     const ConfigSource here{origin, n};
     const std::string at_line = here.describe() + ": ";
-    for (unsigned char c : raw)
-      if ((c < 0x20 && c != '\t') || c == 0x7f) {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "0x%02x", c);
-        throw ConfigError(at_line + "control character " + hex +
-                          " in the line; a config file is plain text");
-      }
-    const std::string line = trim(raw);
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      const auto c = static_cast<unsigned char>(raw[i]);
+      if ((c >= 0x20 || c == '\t') && c != 0x7f) continue;
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c);
+      // Name the section and, when the character is in a value, its key (a NUL byte in a value
+      // is the usual case: a file saved in UTF-16, or a binary file).
+      const std::size_t eq = raw.find('=');
+      const bool in_value = eq != std::string_view::npos && eq < i;
+      const std::string key = in_value ? trim(raw.substr(0, eq)) : std::string();
+      std::string place;
+      if (!section.empty() && trim(raw).front() != '[') place = "[" + section + "]";
+      if (in_value && valid_name(key)) place += (place.empty() ? "" : " ") + key;
+      throw ConfigError(at_line + (place.empty() ? "" : place + ": ") + "control character " + hex +
+                            (in_value ? " in the value" : " in the line") +
+                            "; a config file is plain text (is it UTF-16, or no config file?)",
+                        key);
+    }
+    std::string line = trim(raw);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
 
     if (line[0] == '[') {
+      // "[run]   ; comment": the comment goes, the header stays.
+      if (const auto close = line.find(']');
+          close != std::string::npos && close + 1 < line.size()) {
+        const std::string tail = trim(std::string_view(line).substr(close + 1));
+        if (is_blank(line[close + 1]) && (tail[0] == ';' || tail[0] == '#')) line.erase(close + 1);
+      }
       if (line.back() != ']')
         throw ConfigError(at_line + "malformed section header '" + display_text(line) +
                           "': expected " + kSections + " alone on the line");
@@ -220,9 +256,8 @@ std::vector<Entry> parse_ini(const std::string& text, const std::string& origin)
                         "' is outside any section; put it under " + kSections);
     const std::string at = at_line + "[" + section + "] " + display_text(key) + ": ";
     if (!valid_name(key))
-      throw ConfigError(
-          at + "a key uses only " + kNameRule + " (no spaces; comments go on their own line)", key);
-    std::string value = parse_value(trim(std::string_view(line).substr(eq + 1)), at);
+      throw ConfigError(at + "a key uses only " + kNameRule + " (no spaces)", key);
+    std::string value = parse_value(std::string_view(line).substr(eq + 1), at);
     if (!repeatable(section, key)) {
       auto [it, inserted] = key_lines.emplace(section + "\n" + key, n);
       if (!inserted)
@@ -383,8 +418,12 @@ bool RankSelection::includes(int rank) const {
 std::string RankSelection::text() const {
   if (kind == Kind::chief) return "chief";
   if (kind == Kind::all) return "all";
+  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on `"," + to_string(rank)`.
   std::string out;
-  for (int rank : listed) out += (out.empty() ? "" : ",") + std::to_string(rank);
+  for (int rank : listed) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(rank);
+  }
   return out;
 }
 

@@ -96,6 +96,8 @@ struct Job::Parts {
   std::unique_ptr<RunDirLock> lock;  // held from before the first file is touched to the end
   std::unique_ptr<Session> session;
   std::unique_ptr<Runtime> runtime;
+  // An absolute checkpoint folder that --fresh moved aside: (the folder, where it went).
+  std::optional<std::pair<fs::path, fs::path>> checkpoints_aside;
 };
 
 namespace {
@@ -345,28 +347,79 @@ std::optional<RestoredCheckpoint> restore_newest(const fs::path& dir, Session& s
   return restored;
 }
 
-// Renames a used run directory to <run_dir>.old-<time>; nullopt when there was nothing to move.
-std::optional<fs::path> move_aside(const fs::path& run_dir, spdlog::logger& log) {
+// Whether a folder holds anything but the run lock.
+bool folder_used(const fs::path& folder) {
   std::error_code ec;
-  bool used = false;
-  for (const auto& entry : fs::directory_iterator(run_dir, ec))
-    if (entry.path().filename() != ".hookhost.lock") used = true;
-  if (!used) return std::nullopt;
+  for (const auto& entry : fs::directory_iterator(folder, ec))
+    if (entry.path().filename() != ".hookhost.lock") return true;
+  return false;
+}
+
+// Whether `inner` is `outer` or lies inside it (both absolute; links resolved where they exist).
+bool inside(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(inner, ec);
+  const fs::path b = fs::weakly_canonical(outer, ec);
+  return std::mismatch(a.begin(), a.end(), b.begin(), b.end()).second == b.end();
+}
+
+// What --fresh moved aside, to put back when the job does not start after all.
+struct MovedAside {
+  std::optional<fs::path> run_dir;
+  std::optional<std::pair<fs::path, fs::path>> checkpoint_dir;  // (the folder, where it went)
+};
+
+// --fresh: renames a used run directory to <run_dir>.old-<time>, and a used checkpoint folder
+// outside it (an absolute [run] checkpoint_dir) to <checkpoint_dir>.old-<time> with the same
+// suffix, so that no later start resumes the previous run's checkpoints.
+MovedAside move_aside(const fs::path& run_dir, const fs::path& checkpoint_dir,
+                      spdlog::logger& log) {
+  const bool separate_checkpoints = !inside(checkpoint_dir, run_dir);
+  if (separate_checkpoints && inside(run_dir, checkpoint_dir))
+    throw ConfigError("--fresh: [run] checkpoint_dir " + display_text(checkpoint_dir.string()) +
+                      " holds the run directory " + display_text(run_dir.string()) +
+                      ", so it cannot be moved aside on its own: give checkpoint_dir a folder of "
+                      "its own (or a relative one, inside the run directory)");
+  std::error_code ec;
+  const bool run_used = folder_used(run_dir);
+  const bool checkpoints_used =
+      separate_checkpoints && fs::is_directory(checkpoint_dir, ec) && folder_used(checkpoint_dir);
+  MovedAside moved;
+  if (!run_used && !checkpoints_used) return moved;
   char stamp[32];
   std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  fs::path target = run_dir;
-  target += std::string(".old-") + stamp;
-  for (int i = 1; fs::exists(target, ec); ++i) {
-    target = run_dir;
-    target += std::string(".old-") + stamp + "-" + std::to_string(i);
+  // One suffix for both folders, free for both, so the two halves of a run are easy to pair.
+  std::string suffix = std::string(".old-") + stamp;
+  const auto taken = [&](const fs::path& folder) {
+    fs::path target = folder;
+    target += suffix;
+    return fs::exists(target, ec);
+  };
+  for (int i = 1; taken(run_dir) || (separate_checkpoints && taken(checkpoint_dir)); ++i)
+    suffix = std::string(".old-") + stamp + "-" + std::to_string(i);
+  const auto move_folder = [&](const fs::path& folder, const char* what) {
+    fs::path target = folder;
+    target += suffix;
+    fs::rename(folder, target, ec);
+    if (ec)
+      throw ConfigError("--fresh: cannot move the previous " + std::string(what) + " " +
+                        display_text(folder.string()) + " aside to " +
+                        display_text(target.string()) + ": " + ec.message());
+    log.info("--fresh: moved the previous {} to {}", what, target.string());
+    return target;
+  };
+  if (checkpoints_used)
+    moved.checkpoint_dir.emplace(checkpoint_dir, move_folder(checkpoint_dir, "run's checkpoints"));
+  if (run_used) {
+    try {
+      moved.run_dir = move_folder(run_dir, "run");
+    } catch (const ConfigError&) {
+      if (moved.checkpoint_dir) fs::rename(moved.checkpoint_dir->second, checkpoint_dir, ec);
+      throw;
+    }
   }
-  fs::rename(run_dir, target, ec);
-  if (ec)
-    throw ConfigError("--fresh: cannot move the previous run " + run_dir.string() + " aside to " +
-                      target.string() + ": " + ec.message());
-  log.info("--fresh: moved the previous run to {}", target.string());
-  return target;
+  return moved;
 }
 
 }  // namespace
@@ -376,6 +429,15 @@ void Job::put_back(Parts& p, const fs::path& aside, spdlog::logger& log) {
   p.runtime.reset();  // destroys the hooks created so far, closing their files
   p.lock.reset();
   std::error_code ec;
+  if (p.checkpoints_aside) {
+    const auto& [folder, moved_to] = *p.checkpoints_aside;
+    fs::remove_all(folder, ec);
+    fs::rename(moved_to, folder, ec);
+    if (ec)
+      log.error("--fresh: could not put the previous checkpoints back from {}: {}",
+                moved_to.string(), ec.message());
+  }
+  if (aside.empty()) return;
   fs::remove_all(p.run_dir, ec);
   fs::rename(aside, p.run_dir, ec);
   if (ec)
@@ -450,19 +512,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   for (const HookConfig& hook : cfg.hooks) {
     const DiscoveredPlugin* d = found.find(hook.plugin);
     const auto hook_where = [&](const std::string& key) { return cfg.where(hook, key); };
-    if (!hook.enabled) {
-      // Still checked, so enabling it later cannot reveal an old mistake in the middle of a run.
-      if (d) {
-        resolve_checked(d->metadata, hook.name, hook.params, hook_where);
-        log.info("hook '{}' is disabled in the configuration", hook.name);
-      } else {
-        log.warn(
-            "hook '{}' is disabled in the configuration; its plugin '{}' was not found, so "
-            "its parameters were not checked",
-            hook.name, display_text(hook.plugin));
-      }
-      continue;
-    }
+    // A disabled hook is checked too, so enabling it later cannot reveal an old mistake (a
+    // misspelt plugin id, a bad parameter) in the middle of a run.
     if (!d) {
       std::string dir_list;
       for (const auto& dir : dirs)
@@ -472,8 +523,17 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
         rejected += "\n  rejected " + display_text(r.file.string()) + ": " + display_text(r.reason);
       throw ConfigError(cfg.where(hook, "plugin") + "unknown plugin '" + display_text(hook.plugin) +
                             "': no plugin with this id in " + dir_list +
-                            " ('hookhost plugins list' shows what is available)" + rejected,
+                            " ('hookhost plugins list' shows what is available)" +
+                            (hook.enabled ? ""
+                                          : "; the hook is disabled, but its plugin must "
+                                            "still exist: fix the id or remove the section") +
+                            rejected,
                         "plugin");
+    }
+    if (!hook.enabled) {
+      resolve_checked(d->metadata, hook.name, hook.params, hook_where);
+      log.info("hook '{}' is disabled in the configuration", hook.name);
+      continue;
     }
     if (!cfg.allowed_plugins.empty() &&
         std::find(cfg.allowed_plugins.begin(), cfg.allowed_plugins.end(), d->metadata.id) ==
@@ -555,6 +615,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
       throw ConfigError(config_name + ": run_dir " + p.run_dir.string() +
                         " cannot be created: " + ec.message());
   };
+  // Set when --fresh moved anything aside (an empty path: only the checkpoint folder).
   std::optional<fs::path> moved_aside;
   StartupPhase chief_folders(comm);
   if (p.options.check_only) {
@@ -574,8 +635,12 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     // --fresh: everything but the hooks' create() is validated by now; if a create() fails
     // below, the previous run is put back as it was.
     if (p.options.fresh) {
-      moved_aside = move_aside(p.run_dir, log);
-      if (moved_aside) {
+      const fs::path checkpoints =
+          cfg.checkpoint_dir.is_relative() ? p.run_dir / cfg.checkpoint_dir : cfg.checkpoint_dir;
+      MovedAside moved = move_aside(p.run_dir, checkpoints, log);
+      p.checkpoints_aside = moved.checkpoint_dir;
+      if (moved.run_dir || moved.checkpoint_dir) moved_aside = moved.run_dir.value_or(fs::path());
+      if (moved.run_dir) {
         make_run_dir();
         p.lock = std::make_unique<RunDirLock>(p.run_dir);
       }
@@ -710,7 +775,17 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
       if (moved_aside) put_back(p, *moved_aside, log);
       // The plugin's message often names the parameter it refused: point at that key's line.
       const std::string key = e.key().empty() ? key_named_in(e.what(), item.hook->params) : e.key();
-      throw ConfigError(cfg.where(*item.hook, key) + display_text(e.what(), 1024), key);
+      // The plugin's code reads a parameter its own list lacks or types otherwise: no line of
+      // the config is wrong, so none is named.
+      const bool plugins_own_mistake =
+          key.empty() &&
+          std::string_view(e.what()).find("the plugin's parameter list") != std::string_view::npos;
+      const std::string where =
+          plugins_own_mistake
+              ? (cfg.file ? display_text(cfg.file->string()) + ": " : std::string()) + "[hook." +
+                    item.hook->name + "]: "
+              : cfg.where(*item.hook, key);
+      throw ConfigError(where + display_text(e.what(), 1024), key);
     }
   }
 

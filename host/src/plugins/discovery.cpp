@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <system_error>
 #include <utility>
 
+#include "hookhost/host/config.hpp"
 #include "job/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/imports.hpp"
@@ -26,11 +28,26 @@ const fs::path& path_of(const RejectedFile& r) {
   return r.file;
 }
 
-// Whether a folder entry's name says it is meant to be a plugin: "x.so" or "x.so.1".
+// Whether a folder entry's name says it is meant to be a plugin: "x.so", "x.so.1" or "x.so.1.2"
+// (docs/abi.md §13). A "x.so.bak" or "backup_x" is not considered, so a renamed old copy with the
+// same id can never be the one loaded.
 bool named_like_a_plugin(const fs::path& name) {
   const std::string text = name.filename().string();
-  const auto pos = text.find(".so");
-  return pos != std::string::npos && pos > 0 && (pos + 3 == text.size() || text[pos + 3] == '.');
+  for (auto pos = text.find(".so"); pos != std::string::npos; pos = text.find(".so", pos + 1)) {
+    if (pos == 0) continue;
+    std::size_t at = pos + 3;
+    bool version_ok = true;
+    while (version_ok && at < text.size()) {
+      // Each version part is '.' and at least one digit.
+      std::size_t digits = at + 1;
+      while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])))
+        ++digits;
+      version_ok = text[at] == '.' && digits > at + 1;
+      at = digits;
+    }
+    if (version_ok) return true;
+  }
+  return false;
 }
 
 // Why a folder entry that is not a regular file (after following links) is no plugin; empty for
@@ -45,8 +62,7 @@ std::string why_not_a_file(const fs::directory_entry& entry, std::error_code sta
     return "broken symbolic link: its target does not exist";
   if (status_ec) return "cannot read its type: " + status_ec.message();
   switch (st.type()) {
-    case fs::file_type::directory:
-      return named_like_a_plugin(entry.path()) ? "a folder, not a plugin file" : "";
+    case fs::file_type::directory: return "a folder, not a plugin file";
     case fs::file_type::fifo: return "a FIFO (named pipe), not a plugin file; it was not opened";
     case fs::file_type::socket: return "a socket, not a plugin file";
     case fs::file_type::block:
@@ -55,9 +71,12 @@ std::string why_not_a_file(const fs::directory_entry& entry, std::error_code sta
   }
 }
 
-// The files of one folder that are, or link to, regular files, sorted by file name. Every other
-// entry is reported with its reason, except ordinary sub-folders.
-std::vector<fs::path> list_folder(const fs::path& folder, std::vector<RejectedFile>* rejected) {
+// The files of one folder named like plugins that are, or link to, regular files, sorted by file
+// name. Every other entry named like a plugin is reported with its reason; entries with other
+// names are only counted in `ignored` (a build folder holds many), ordinary sub-folders not even
+// that.
+std::vector<fs::path> list_folder(const fs::path& folder, std::vector<RejectedFile>* rejected,
+                                  std::size_t* ignored) {
   std::vector<fs::path> files;
   std::vector<RejectedFile> others;
   std::error_code ec;
@@ -69,7 +88,9 @@ std::vector<fs::path> list_folder(const fs::path& folder, std::vector<RejectedFi
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     std::error_code status_ec;
     const fs::file_status st = it->status(status_ec);  // follows symlinks
-    if (!status_ec && fs::is_regular_file(st)) {
+    if (!named_like_a_plugin(it->path())) {
+      if (!fs::is_directory(st)) ++*ignored;
+    } else if (!status_ec && fs::is_regular_file(st)) {
       files.push_back(it->path());
     } else if (std::string reason = why_not_a_file(*it, status_ec, st); !reason.empty()) {
       others.push_back({it->path(), std::move(reason)});
@@ -83,6 +104,22 @@ std::vector<fs::path> list_folder(const fs::path& folder, std::vector<RejectedFi
   std::sort(others.begin(), others.end(), by_name);
   rejected->insert(rejected->end(), others.begin(), others.end());
   return files;
+}
+
+// A parameter named like a host-owned [hook.NAME] key could never be set from a configuration:
+// the host would take the value as its own key.
+std::string host_key_parameter_problem(const PluginMetadata& metadata) {
+  for (const ParamSpec& param : metadata.params) {
+    if (!is_host_hook_key(param.name)) continue;
+    std::string keys;
+    for (std::string_view key : kHostHookKeys) keys.append(keys.empty() ? "" : ", ").append(key);
+    return "parameter '" + display_text(param.name) + "' of plugin '" + display_text(metadata.id) +
+           "' has the name of a key the host takes in every [hook.NAME] section (" + keys +
+           "), so no configuration could set it: the plugin's author must rename the parameter "
+           "(e.g. '" +
+           display_text(metadata.id) + "_" + display_text(param.name) + "')";
+  }
+  return {};
 }
 
 }  // namespace
@@ -118,7 +155,7 @@ DiscoveryResult discover_plugins(const std::vector<fs::path>& folders,
       result.missing_folders.push_back(folder);
       continue;
     }
-    for (const fs::path& file : list_folder(folder, &result.rejected)) {
+    for (const fs::path& file : list_folder(folder, &result.rejected, &result.ignored_files)) {
       // The same file reached twice (folder listed twice, a link) is one plugin, silently.
       struct stat file_st {};
       if (::stat(file.c_str(), &file_st) == 0 &&
@@ -131,6 +168,10 @@ DiscoveryResult discover_plugins(const std::vector<fs::path>& folders,
       NoteReadResult note = read_plugin_note(opened);
       if (!note.metadata) {
         result.rejected.push_back({file, std::move(note.error)});
+        continue;
+      }
+      if (std::string why = host_key_parameter_problem(*note.metadata); !why.empty()) {
+        result.rejected.push_back({file, std::move(why)});
         continue;
       }
       auto [it, inserted] = first_by_id.emplace(note.metadata->id, FirstFound{file, folder_index});

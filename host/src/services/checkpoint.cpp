@@ -329,7 +329,10 @@ std::optional<RestoredCheckpoint> restore_latest_checkpoint(const fs::path& dir,
       restored.file = file;
       return restored;
     } catch (const std::exception& e) {
-      restored.skipped.push_back(e.what());
+      // Every reason names its file, whichever layer refused it (the format, or the workload).
+      std::string why = e.what();
+      if (why.rfind(file.string(), 0) != 0) why = file.string() + ": " + why;
+      restored.skipped.push_back(std::move(why));
     }
   }
   if (!restored.skipped.empty()) {

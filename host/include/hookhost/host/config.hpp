@@ -6,10 +6,12 @@
 //               parameters
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "params.hpp"
@@ -97,6 +99,18 @@ struct JobConfig {
   std::string where_workload(const std::string& key) const;
 };
 
+// The keys the host takes in every [hook.NAME] section; any other key is a plugin parameter. A
+// plugin that declares a parameter with one of these names is refused at discovery.
+inline constexpr std::array<std::string_view, 12> kHostHookKeys = {
+    "plugin",       "enabled",         "order",           "on_error",
+    "isolation",    "call_timeout_ms", "memory_limit_mb", "on_crash",
+    "max_restarts", "isolation_group", "ranks",           "sha256"};
+inline bool is_host_hook_key(std::string_view key) {
+  for (std::string_view host_key : kHostHookKeys)
+    if (key == host_key) return true;
+  return false;
+}
+
 // The largest config file read; anything bigger is refused (it is not a job file).
 inline constexpr std::size_t kMaxConfigBytes = 1024 * 1024;
 
@@ -104,9 +118,10 @@ inline constexpr std::size_t kMaxConfigBytes = 1024 * 1024;
 // "hook.progress.every_n_secs=1", "run.log_level=debug", "workload.epochs=5"). Throws ConfigError
 // naming the file, the line, the section and the key: syntax errors, unknown sections or keys,
 // bad values for run/hook keys, a section or key given twice, a bad override. `file` must be a
-// regular file of at most kMaxConfigBytes. A value may be "quoted" (\" and \\ escape); an unquoted
-// value may not contain '#'. Relative run_dir, plugin_dir and [workload] data paths from the file
-// are taken from the file's folder; from an override, from the current folder.
+// regular file of at most kMaxConfigBytes. A value may be "quoted" (\" and \\ escape); outside
+// quotes, a space or tab then ';' or '#' starts a comment, and a ';' or '#' right after other text
+// is refused. Override values are literal. Relative run_dir, plugin_dir and [workload] data paths
+// from the file are taken from the file's folder; from an override, from the current folder.
 JobConfig load_job_config(const std::optional<std::filesystem::path>& file,
                           const std::vector<std::string>& overrides);
 

@@ -46,16 +46,20 @@ struct DiscoveryResult {
   std::vector<RejectedFile> rejected;     // every entry that is no usable plugin, with its reason
   std::vector<DuplicatePlugin> duplicates;
   std::vector<std::filesystem::path> missing_folders;  // do not exist or are not folders
+  // Entries not named like a plugin (*.so, *.so.N), never opened: CMakeCache.txt, a test binary.
+  std::size_t ignored_files = 0;
 
   const DiscoveredPlugin* find(std::string_view id) const;
 };
 
-// Scans each folder (not recursively) in order. Every entry that is not a usable plugin is reported
-// with its reason: not ELF, no hookhost note, wrong class or machine, truncated, malformed note,
-// ABI mismatch (naming both versions), a duplicate id (naming both files; the first found wins: the
-// earlier folder, then the first file name), a broken link or link loop, a FIFO, socket or device
-// (never opened), a folder named like a plugin. Ordinary sub-folders are skipped. A folder that
-// does not exist is reported as rejected and in missing_folders.
+// Scans each folder (not recursively) in order, considering only entries named *.so or *.so.N...
+// (the others are counted in ignored_files). Every such entry that is not a usable plugin is
+// reported with its reason: not ELF, no hookhost note, wrong class or machine, truncated, malformed
+// note, ABI mismatch (naming both versions), a duplicate id (naming both files; the first found
+// wins: the earlier folder, then the first file name), a broken link or link loop, a FIFO, socket
+// or device (never opened), a folder named like a plugin, a parameter named like a host-owned hook
+// key. Ordinary sub-folders are skipped. A folder that does not exist is reported as rejected and
+// in missing_folders.
 DiscoveryResult discover_plugins(const std::vector<std::filesystem::path>& folders,
                                  const DiscoveryOptions& options = {});
 
