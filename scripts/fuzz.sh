@@ -17,7 +17,7 @@ cmake -S tests/fuzz -B "$build" "${generator[@]}" -DCMAKE_CXX_COMPILER=clang++ \
 cmake --build "$build" -j "$jobs"
 
 mkdir -p "$build/artifacts"
-for target in config_parser plugin_note; do
+for target in config_parser plugin_note runner_protocol; do
   corpus="$build/corpus/$target"
   mkdir -p "$corpus"
   # Freshly built plugins, when there are any, are the best seeds for the note reader.

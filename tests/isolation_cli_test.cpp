@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "plugins/trust.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
 
@@ -74,13 +75,26 @@ TEST_F(IsolationCli, ACrashInEachWayCostsOnlyThatHookAndTheOthersGetEveryCall) {
   }
 }
 
+// Pinned: every restart checks the pin on the bytes it opens.
 TEST_F(IsolationCli, RestartBringsTheHookBackUntilItsRestartsAreUsedUp) {
-  ProcessResult r = run("how = segv\nin = after_run\nat_step = 2\nmax_restarts = 2");
+  const std::string pin = sha256_of_file(plugins_ / "crasher.so");
+  ProcessResult r =
+      run("how = segv\nin = after_run\nat_step = 2\nmax_restarts = 2\nsha256 = " + pin);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(count(r.err, "on_crash=restart: restarting it \\([12] of 2\\)"), 2);
   EXPECT_EQ(count(r.err, "hook 'boom' restarted with its last saved state"), 2);
   EXPECT_THAT(r.err, HasSubstr("2 restarts used up (max_restarts); the hook is disabled"));
   EXPECT_EQ(trace_calls("after_run"), 8);
+}
+
+TEST_F(IsolationCli, APinTheFileDoesNotMatchIsRefusedBeforeAnyRunnerStarts) {
+  const std::string wrong(64, '0');
+  ProcessResult r = run("how = segv\nin = after_run\nat_step = 2\nsha256 = " + wrong);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, AllOf(HasSubstr("[hook.boom] sha256"),
+                           HasSubstr("has SHA-256 " + sha256_of_file(plugins_ / "crasher.so")),
+                           HasSubstr("the configuration pins " + wrong)));
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "trace.jsonl"));
 }
 
 TEST_F(IsolationCli, OnCrashStopAndFailEndTheJobAsTheySay) {
@@ -110,6 +124,46 @@ TEST_F(IsolationCli, ACallOverItsTimeoutKillsTheRunnerNotTheJob) {
                            HasSubstr("failed in before_run at global step 0"),
                            HasSubstr("call_timeout_ms")));
   EXPECT_THAT(r.out, HasSubstr("job completed"));
+}
+
+// No key set: the sandboxed default limit (60 s) still ends a call that would never return.
+TEST_F(IsolationCli, AHangIsContainedWithNoTimeoutSet) {
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 1\n\n[hook.slow]\n"
+             "plugin = scripted\nisolation = process\non_crash = disable\n"
+             "block_in_before_secs = 3600\ntrace = " +
+                 (dir_ / "slow.txt").string() + "\n");
+  ProcessResult r = run_hookhost(
+      {"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir", plugins_.string()},
+      dir_.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("[hook.slow] plugin = scripted"));
+  EXPECT_THAT(r.err, HasSubstr("call_timeout_ms = 60000"));
+  EXPECT_THAT(r.err, AllOf(HasSubstr("hook 'slow' (plugin 'scripted'"),
+                           HasSubstr("failed in before_run at global step 0"),
+                           HasSubstr("did not answer within call_timeout_ms = 60000")));
+  EXPECT_THAT(r.err, Not(HasSubstr("hangs the whole job")));
+  EXPECT_THAT(r.out, HasSubstr("job completed"));
+}
+
+TEST_F(IsolationCli, NoTimeoutForASandboxedHookIsAllowedWithAWarning) {
+  for (const std::string where : {"hook", "run"}) {
+    SCOPED_TRACE(where);
+    const std::string zero = "call_timeout_ms = 0\n";
+    write_file(dir_ / "job.ini", "[run]\nrun_dir = run\n" + (where == "run" ? zero : "") +
+                                     "\n[workload]\nname = linreg\nepochs = 1\n\n[hook.calm]\n"
+                                     "plugin = scripted\nisolation = process\ntrace = " +
+                                     (dir_ / "calm.txt").string() + "\n" +
+                                     (where == "hook" ? zero : ""));
+    ProcessResult r = run_hookhost({"run", "--fresh", "--config", (dir_ / "job.ini").string(),
+                                    "--plugin-dir", plugins_.string()},
+                                   dir_.path());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("hook 'calm' (plugin 'scripted') runs with isolation = process "
+                                 "and call_timeout_ms = 0: a call that hangs there hangs the "
+                                 "whole job"));
+    EXPECT_THAT(r.out, HasSubstr("job completed"));
+  }
 }
 
 TEST_F(IsolationCli, TheWatchdogNamesASlowInProcessCall) {

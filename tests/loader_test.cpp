@@ -2,8 +2,10 @@
 // are refused with a message that names the file, and the process survives.
 #include "hookhost/host/loader.hpp"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <thread>
@@ -177,6 +179,50 @@ TEST(Loader, RefusesVanishedFile) {
   std::string error = load_error(found);
   EXPECT_THAT(error, StartsWith(found.file.string() + ": "));
   EXPECT_THAT(error, HasSubstr("run plugin discovery again"));
+}
+
+// The descriptors this process has open now.
+size_t open_descriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// Every refusal closes the private copy it made: a job that retries never runs out of descriptors.
+TEST(Loader, RefusalsLeaveNoDescriptorOpen) {
+  TempDir dir;
+  DiscoveredPlugin truncated = discover_copy("good_cxx", dir);
+  fs::resize_file(truncated.file, 3072);  // its note can no longer be read
+  TempDir other;
+  DiscoveredPlugin replaced = discover_copy("good_c", other);
+  copy_plugin(fixture_plugin("good_cxx"), other.path(), replaced.file.filename().string());
+  const size_t before = open_descriptors();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(load_error(truncated), HasSubstr("truncated"));
+    EXPECT_THAT(load_error(replaced), HasSubstr("changed since discovery"));
+    EXPECT_THROW(private_plugin_copy(truncated), LoadError);
+    EXPECT_THROW(private_plugin_copy(replaced), LoadError);
+  }
+  EXPECT_EQ(open_descriptors(), before);
+}
+
+// What isolation = process hands its runner: the checked bytes, sealed, whatever the file becomes.
+TEST(Loader, PrivateCopyIsTheCheckedBytesSealedAndOutlivesTheFile) {
+  TempDir dir;
+  DiscoveredPlugin found = discover_copy("good_c", dir);
+  const std::string original = read_file(found.file);
+  std::shared_ptr<const LoadedPlugin> copy = private_plugin_copy(found);
+  ASSERT_GE(copy->private_copy_fd(), 0);
+  EXPECT_EQ(copy->metadata(), found.metadata);
+  EXPECT_EQ(copy->sha256().size(), 64u);
+  fs::remove(found.file);
+  const fs::path bytes = "/proc/self/fd/" + std::to_string(copy->private_copy_fd());
+  EXPECT_EQ(read_file(bytes), original);
+  // Sealed: not even this process can change them.
+  const int seals = ::fcntl(copy->private_copy_fd(), F_GET_SEALS);
+  EXPECT_EQ(seals & (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+            F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  EXPECT_EQ(::write(copy->private_copy_fd(), "x", 1), -1);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // exit, hang, flood and lie are contained and named, the other hooks get every call in order, a
 // lost hook gets no further call, a restart brings it back with its state, and a well-behaved
 // hook produces exactly what it produces in process. No test asserts a duration.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spdlog/sinks/base_sink.h>
@@ -17,7 +18,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -108,6 +112,8 @@ class Sandbox {
   }
 
   SandboxSession session;
+  std::string pin;  // the SHA-256 a plugin built with `load` false must have (empty: none)
+  uint32_t max_restarts = 3;
 
   const fs::path& root() const { return dir_.path(); }
   fs::path plugin_dir() const { return dir_ / "plugins"; }
@@ -156,7 +162,7 @@ class Sandbox {
       plugin = load_plugin(discovered(plugin_id));
     } else {
       const DiscoveredPlugin& d = discovered(plugin_id);
-      plugin = std::make_shared<LoadedPlugin>(d.file, d.metadata, nullptr);
+      plugin = std::make_shared<LoadedPlugin>(d.file, d.metadata, nullptr, pin);
     }
     const ResolvedParams params = resolve_params(plugin->metadata(), instance, raw);
     ProcessDispatch* made = nullptr;
@@ -164,6 +170,7 @@ class Sandbox {
     settings.instance_name = instance;
     settings.on_error = policy;
     settings.on_crash = on_crash;  // these tests look at one loss; restarts are the runtime's
+    settings.max_restarts = max_restarts;
     runtime().add_hook(plugin->metadata().id, 1, settings, [&](const hh_host& host) {
       auto dispatch = make_process_dispatch(*plugin, instance, params, host, options, group);
       made = dynamic_cast<ProcessDispatch*>(dispatch.get());
@@ -262,6 +269,7 @@ class SandboxDeadlyTest : public ::testing::TestWithParam<Deadly> {};
 TEST_P(SandboxDeadlyTest, ContainedNamedAndTheOtherHookGetsEveryCall) {
   const Deadly& param = GetParam();
   Sandbox sandbox;
+  sandbox.max_restarts = 0;  // one loss, and no fresh runner for end (tested on its own below)
   ProcessDispatch* bad =
       sandbox.add_sandboxed("bad", "faulty", sandbox.faulty_params(param.behaviour, param.callback),
                             with_timeout(kHangTimeout));
@@ -548,7 +556,7 @@ TEST(SandboxTest, MissingRunnerProgramIsAClearConfigError) {
   EXPECT_NE(error.find("no-such-runner"), std::string::npos) << error;
 }
 
-TEST(SandboxTest, RunnerIsFoundNextToTheProgramOrInTheBuildTree) {
+TEST(SandboxTest, RunnerIsFoundNextToTheProgramOrOnPath) {
   std::string tried;
   const fs::path runner = find_runner_program({}, &tried);
   ASSERT_FALSE(runner.empty()) << tried;
@@ -612,8 +620,34 @@ TEST(SandboxTest, LostCallReturnsFatalWithRunnerLostAndLaterCallsDoNotBlock) {
 
 // ---- restart --------------------------------------------------------------------------------
 
-TEST(SandboxTest, RestartBringsTheHookBackWithItsSavedState) {
+// What happens to the installed plugin file while its hook's runner is down.
+enum class FileChange { kept, swapped, truncated, deleted };
+
+void PrintTo(FileChange change, std::ostream* os) {
+  const char* names[] = {"kept", "swapped", "truncated", "deleted"};
+  *os << names[static_cast<int>(change)];
+}
+
+// Swapped: the same plugin (id, version, parameters) from other bytes, written over the file.
+void change_file(const fs::path& file, FileChange change) {
+  switch (change) {
+    case FileChange::kept: break;
+    case FileChange::swapped:
+      fs::copy_file(fs::path(HOOKHOST_FIXTURE_DIR) / "impostor" / "faulty_impostor.so", file,
+                    fs::copy_options::overwrite_existing);
+      break;
+    case FileChange::truncated: fs::resize_file(file, fs::file_size(file) / 2); break;
+    case FileChange::deleted: fs::remove(file); break;
+  }
+}
+
+class SandboxRestartTest : public ::testing::TestWithParam<FileChange> {};
+
+// Every restart opens the bytes checked (and pinned: load_plugin's hash) at the start, whatever
+// became of the installed file.
+TEST_P(SandboxRestartTest, RestartBringsTheHookBackWithItsSavedStateFromTheVerifiedBytes) {
   Sandbox sandbox;
+  sandbox.max_restarts = 0;  // the restart is this test's own, after the job
   ProcessDispatch* hook =
       sandbox.add_sandboxed("bad", "faulty", sandbox.faulty_params("segv", "after_run", 2));
   const pid_t first = hook->runner_pid();
@@ -623,6 +657,7 @@ TEST(SandboxTest, RestartBringsTheHookBackWithItsSavedState) {
   // after_run saved "after_runs=3" (steps 0, 1, 2) before dying in step 2's after_run.
   EXPECT_EQ(sandbox.runtime().hook_states().at("bad"), "after_runs=3");
 
+  change_file(sandbox.plugin_dir() / "faulty.so", GetParam());
   std::string why;
   ASSERT_TRUE(hook->restart(&why)) << why;
   EXPECT_FALSE(hook->runner_lost());
@@ -656,10 +691,157 @@ TEST(SandboxTest, RestartBringsTheHookBackWithItsSavedState) {
                                       "bad after_run gs=4 live=5 values=", "bad destroy"}));
 }
 
+INSTANTIATE_TEST_SUITE_P(InstalledFile, SandboxRestartTest,
+                         ::testing::Values(FileChange::kept, FileChange::swapped,
+                                           FileChange::truncated, FileChange::deleted),
+                         [](const auto& info) {
+                           std::ostringstream name;
+                           PrintTo(info.param, &name);
+                           return name.str();
+                         });
+
+TEST(SandboxTest, FileSwappedBeforeTheRunnerStartsIsRefusedByThePin) {
+  Sandbox sandbox;
+  const fs::path file = sandbox.plugin_dir() / "faulty.so";
+  sandbox.pin = private_plugin_copy(sandbox.discovered("faulty"))->sha256();
+  change_file(file, FileChange::swapped);
+  const std::string error = config_error([&] {
+    sandbox.add_sandboxed("bad", "faulty", sandbox.faulty_params("ok", "none"), {},
+                          FailurePolicy::disable, false);
+  });
+  EXPECT_NE(error.find("hook 'bad' (plugin 'faulty', " + file.string() + ")"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("not the approved " + sandbox.pin), std::string::npos) << error;
+  EXPECT_TRUE(sandbox.trace_lines().empty());
+}
+
+TEST(SandboxTest, PinnedHookStartsFromItsPrivateCopy) {
+  Sandbox sandbox;
+  sandbox.pin = private_plugin_copy(sandbox.discovered("faulty"))->sha256();
+  ProcessDispatch* hook = sandbox.add_sandboxed(
+      "calm", "faulty", sandbox.faulty_params("ok", "none"), {}, FailurePolicy::disable, false);
+  ASSERT_NE(hook, nullptr);
+  // The installed file goes away at once: nothing reads it again.
+  fs::remove(sandbox.plugin_dir() / "faulty.so");
+  EXPECT_EQ(sandbox.runtime().run_to_end().outcome, Outcome::completed);
+  sandbox.finish();
+  const auto lines = starting_with(sandbox.trace_lines(), "calm ");
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "calm destroy");
+}
+
+// Sets an environment variable for one test; restores the old value (or its absence) after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// A runner inherits PATH, HOME, LANG and TZ, descriptors 0-4 and the plugin's private copy, and
+// dies with the host.
+TEST(SandboxTest, RunnerStartsCleanAndDiesWithTheHost) {
+  ScopedEnv python("PYTHONPATH", "/somewhere");
+  ScopedEnv preload("LD_LIBRARY_PATH", "/elsewhere");
+  ScopedEnv lang("LANG", "C.UTF-8");
+  Sandbox sandbox;
+  // A descriptor of the host's own without close-on-exec: it must not reach the runner.
+  const int leaked = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(leaked, 0);
+  ProcessDispatch* hook =
+      sandbox.add_sandboxed("probe", "faulty", sandbox.faulty_params("describe_process", "none"));
+  ::close(leaked);
+  ASSERT_NE(hook, nullptr);
+  std::set<std::string> names;
+  std::map<int, std::string> fds;
+  std::string pdeathsig;
+  for (const std::string& line : starting_with(sandbox.trace_lines(), "probe ")) {
+    if (line.rfind("probe env ", 0) == 0) {
+      names.insert(line.substr(10, line.find('=') - 10));
+    } else if (line.rfind("probe fd ", 0) == 0) {
+      const std::string rest = line.substr(9);
+      fds[std::stoi(rest)] = rest.substr(rest.find(' ') + 1);
+    } else if (line.rfind("probe pdeathsig ", 0) == 0) {
+      pdeathsig = line.substr(16);
+    }
+  }
+  std::set<std::string> expected = {"LANG"};
+  for (const char* name : {"PATH", "HOME", "TZ"})
+    if (std::getenv(name)) expected.insert(name);
+  EXPECT_EQ(names, expected);
+  ASSERT_EQ(fds.size(), 6u);
+  for (int fd = 0; fd <= 4; ++fd) EXPECT_EQ(fds.count(fd), 1u) << fd;
+  EXPECT_EQ(fds[0], "/dev/null");
+  EXPECT_EQ(fds[3].rfind("socket:", 0), 0u) << fds[3];
+  EXPECT_EQ(fds[4].rfind("socket:", 0), 0u) << fds[4];
+  EXPECT_EQ(std::prev(fds.end())->second.rfind("/memfd:faulty.so", 0), 0u)
+      << std::prev(fds.end())->second;
+  EXPECT_EQ(pdeathsig, std::to_string(SIGKILL));
+}
+
+// ---- end after a lost runner ---------------------------------------------------------------
+
+// Killed in the last step with on_crash = disable: end still reaches it, in a fresh runner made
+// from the verified bytes (the installed file was swapped meanwhile), with the saved state.
+TEST(SandboxTest, AHookWhoseRunnerWasLostInTheLastStepStillGetsItsEnd) {
+  Sandbox sandbox;
+  ProcessDispatch* hook =
+      sandbox.add_sandboxed("bad", "faulty", sandbox.faulty_params("segv", "after_run", 4));
+  ASSERT_NE(hook, nullptr);
+  change_file(sandbox.plugin_dir() / "faulty.so", FileChange::swapped);
+  EXPECT_EQ(sandbox.runtime().run_to_end().outcome, Outcome::completed);
+  sandbox.finish();
+  const auto lines = starting_with(sandbox.trace_lines(), "bad ");
+  const auto creates = starting_with(lines, "bad create ");
+  ASSERT_EQ(creates.size(), 2u);
+  EXPECT_EQ(creates[1], "bad create behaviour=segv callback=after_run state=after_runs=5");
+  const auto ends = starting_with(lines, "bad end ");
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].rfind("bad end outcome=failed gs=", 0), 0u) << ends[0];
+  EXPECT_NE(ends[0].find("this hook was disabled: after_run failed: the hook's runner process"),
+            std::string::npos)
+      << ends[0];
+  EXPECT_EQ(lines.back(), "bad destroy");
+  EXPECT_NE(sandbox.log().find("hook 'bad' restarted with its last saved state to receive end()"),
+            std::string::npos)
+      << sandbox.log();
+}
+
+TEST(SandboxTest, AHookWithNoRestartLeftGetsNoEndAndTheLogSaysSo) {
+  Sandbox sandbox;
+  sandbox.max_restarts = 0;
+  ProcessDispatch* hook =
+      sandbox.add_sandboxed("bad", "faulty", sandbox.faulty_params("segv", "after_run", 4));
+  ASSERT_NE(hook, nullptr);
+  EXPECT_EQ(sandbox.runtime().run_to_end().outcome, Outcome::completed);
+  sandbox.finish();
+  const auto lines = starting_with(sandbox.trace_lines(), "bad ");
+  EXPECT_EQ(starting_with(lines, "bad create ").size(), 1u);
+  EXPECT_TRUE(starting_with(lines, "bad end ").empty());
+  EXPECT_NE(sandbox.log().find("hook 'bad' gets no end(): its runner was lost and its 0 restarts "
+                               "are used up (max_restarts)"),
+            std::string::npos)
+      << sandbox.log();
+}
+
 // ---- isolation groups -----------------------------------------------------------------------
 
 TEST(SandboxTest, MembersOfAGroupShareOneRunnerAndRestartIntoTheSameNewOne) {
   Sandbox sandbox;
+  sandbox.max_restarts = 0;  // the restarts are this test's own, after the job
   auto group = make_runner_group("pair", SandboxOptions{});
   ProcessDispatch* bad =
       sandbox.add_sandboxed("bad", "faulty", sandbox.faulty_params("segv", "after_run", 2), {},
@@ -686,7 +868,9 @@ TEST(SandboxTest, MembersOfAGroupShareOneRunnerAndRestartIntoTheSameNewOne) {
                           [](const std::string& l) { return l.rfind("calm after_run", 0) == 0; }),
             2);
 
-  // The first to restart starts the new runner; the other joins it.
+  // The first to restart starts the new runner; the other joins it. Both from the bytes checked
+  // at the start, not the file now there.
+  change_file(sandbox.plugin_dir() / "faulty.so", FileChange::swapped);
   std::string why;
   ASSERT_TRUE(calm->restart(&why)) << why;
   ASSERT_TRUE(bad->restart(&why)) << why;
@@ -697,6 +881,8 @@ TEST(SandboxTest, MembersOfAGroupShareOneRunnerAndRestartIntoTheSameNewOne) {
   EXPECT_TRUE(process_gone(second));
   const auto destroys = starting_with(sandbox.trace_lines(), "calm destroy");
   EXPECT_EQ(destroys.size(), 1u);
+  for (const std::string& line : sandbox.trace_lines())
+    EXPECT_EQ(line.find("impostor"), std::string::npos) << line;
 }
 
 // ---- values arena, memory limit, output flood, plugin threads -------------------------------

@@ -1,8 +1,10 @@
 // hookhost-runner: hosts sandboxed hook instances for a hookhost process (docs/isolation.md).
 // Started by the host only, with the channel on descriptor 3, the side channel on 4, and stdout
-// and stderr on pipes the host forwards to the instance's logger. It loads the plugin file the
-// host names, creates instances and runs their calls, forwarding every host call the plugin makes
-// back to the host. It links only the plugin ABI headers and the sandbox protocol.
+// and stderr on pipes the host forwards to the instance's logger. It loads the plugin bytes the
+// host sends with each load message (a sealed memfd, never a path), checks the entry symbol as the
+// loader does, creates instances and runs their calls, forwarding every host call the plugin makes
+// back to the host. It links only the plugin ABI headers, the sandbox protocol and
+// the entry check (plugins/entry_check.cpp).
 //
 //   hookhost-runner --parent-pid PID [--memory-limit-mb N]   serve the host
 //   hookhost-runner --parent-pid PID --echo                  echo every message (benchmark floor)
@@ -26,6 +28,7 @@
 
 #include "channel.hpp"
 #include "forwarding.hpp"
+#include "plugins/entry_check.hpp"
 #include "protocol.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -116,14 +119,11 @@ class Runner {
     return *it->second;
   }
 
-  // The loader's checks of the entry symbol (host/src/plugins/loader.cpp), in its words.
-  MessageType load(const Message& message, Writer& reply) {
+  // Opens the plugin's bytes the host sent (a sealed memfd the host checked and hashed) and checks
+  // its entry symbol against the note with the loader's own check (plugins/entry_check.cpp).
+  MessageType load(Message& message, Writer& reply) {
     Reader in(message.payload);
     const auto version = in.get<uint32_t>();
-    const std::string path(in.get_bytes());
-    const std::string expected_id(in.get_bytes());
-    const std::string expected_version(in.get_bytes());
-    if (!in.complete()) die(kExitProtocol, "malformed load message");
     auto refuse = [&](const std::string& why) {
       reply.put<uint8_t>(0);
       reply.put_text(why);
@@ -134,37 +134,26 @@ class Runner {
       return refuse("the runner speaks sandbox protocol " +
                     std::to_string(sandbox::kProtocolVersion) + ", the host " +
                     std::to_string(version) + ": install matching hookhost and hookhost-runner");
-    const std::string rebuild =
-        " — rebuild the plugin with HH_PLUGIN_DEFINE / HOOKHOST_PLUGIN against this hookhost";
-    t_in_call = true;  // library constructors run here and might call nothing but themselves
-    void* library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    t_in_call = false;
+    const PluginMetadata note = sandbox::get_metadata(in);
+    const std::string sha256(in.get_bytes());
+    if (!in.complete() || !message.fd) die(kExitProtocol, "malformed load message");
+    // The same bytes are one library, as in process: instances of one plugin in an isolation
+    // group share its globals.
+    void*& library = libraries_[sha256];
     if (!library) {
-      const char* error = ::dlerror();
-      return refuse(std::string("the dynamic loader refused it: ") + (error ? error : "unknown"));
+      // Never closed: dlopen knows the library by this name, which must not be reused.
+      const std::string path = "/proc/self/fd/" + std::to_string(message.fd.release());
+      t_in_call = true;  // library constructors run here and might call nothing but themselves
+      library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      t_in_call = false;
+      if (!library) {
+        const char* error = ::dlerror();
+        libraries_.erase(sha256);
+        return refuse(std::string("the dynamic loader refused it: ") + (error ? error : "unknown"));
+      }
     }
     const auto* entry = static_cast<const hh_plugin_entry*>(::dlsym(library, HH_ENTRY_SYMBOL));
-    if (!entry)
-      return refuse("has no symbol " HH_ENTRY_SYMBOL
-                    ": not a hookhost ABI 1 plugin, or the symbol is not exported" +
-                    rebuild);
-    if (entry->struct_size < HH_PLUGIN_ENTRY_SIZE_1_0)
-      return refuse(HH_ENTRY_SYMBOL " is too small: struct_size " +
-                    std::to_string(entry->struct_size) + ", below the ABI 1.0 size " +
-                    std::to_string(HH_PLUGIN_ENTRY_SIZE_1_0) + rebuild);
-    if (!hh_abi_is_compatible(entry->abi_major, entry->min_abi_minor))
-      return refuse(HH_ENTRY_SYMBOL " is built for hookhost ABI " +
-                    std::to_string(entry->abi_major) + "." + std::to_string(entry->min_abi_minor) +
-                    "; this host supports ABI " + std::to_string(HH_ABI_MAJOR) + "." +
-                    std::to_string(HH_ABI_MINOR) + rebuild);
-    if (!entry->create) return refuse(HH_ENTRY_SYMBOL " has no create function" + rebuild);
-    if (entry->state_version == 0) return refuse(HH_ENTRY_SYMBOL " has state_version 0 (>= 1)");
-    const std::string id = entry->id ? entry->id : "";
-    const std::string entry_version = entry->version ? entry->version : "";
-    if (id != expected_id || entry_version != expected_version)
-      return refuse("the file changed since the host read it: its entry is plugin '" + id +
-                    "' version '" + entry_version + "', the host expected '" + expected_id +
-                    "' version '" + expected_version + "' — run plugin discovery again");
+    if (std::string why = check_entry(entry, note); !why.empty()) return refuse(why);
     // Instances of one isolation group may come from different libraries.
     entries_[message.instance] = entry;
     reply.put<uint8_t>(1);
@@ -453,6 +442,7 @@ class Runner {
   }
 
   std::map<uint32_t, const hh_plugin_entry*> entries_;  // by instance id, from its load
+  std::map<std::string, void*> libraries_;              // by the SHA-256 of their bytes
   std::map<uint32_t, std::unique_ptr<Instance>> instances_;
   hh_error err_{};
   std::vector<hh_tensor> views_;

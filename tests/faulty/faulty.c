@@ -6,6 +6,7 @@
  * call and writes what they returned, so the same run in process and in a runner can be compared
  * line by line. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hookhost/hookhost.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,12 +36,20 @@ typedef struct faulty {
   int late_thread_started;
 } faulty;
 
+/* The impostor build (same id, version and parameters) marks its lines, so a test can tell which
+ * bytes a runner opened. */
+#ifdef FAULTY_IMPOSTOR
+#define FAULTY_TRACE_TAG "impostor: "
+#else
+#define FAULTY_TRACE_TAG ""
+#endif
+
 static void trace(const faulty* f, const char* text) {
   char line[4096];
   int n;
   int fd;
   if (!f->trace_path[0]) return;
-  n = snprintf(line, sizeof line, "%s %s\n", f->name, text);
+  n = snprintf(line, sizeof line, "%s %s%s\n", f->name, FAULTY_TRACE_TAG, text);
   fd = open(f->trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;
   if (n > 0) {
@@ -478,6 +488,38 @@ static void copy_param(char* out, size_t size, const hh_create_args* args, const
   }
 }
 
+extern char** environ;
+
+/* behaviour=describe_process: what the process it runs in inherited, one trace line each: every
+ * environment variable ("env NAME=VALUE"), every open descriptor ("fd N TARGET") and the parent
+ * death signal ("pdeathsig N"). */
+static void describe_process(const faulty* f) {
+  char text[2048];
+  char target[1024];
+  char** e;
+  DIR* dir;
+  struct dirent* entry;
+  int signal_number = 0;
+  for (e = environ; *e; ++e) {
+    snprintf(text, sizeof text, "env %s", *e);
+    trace(f, text);
+  }
+  dir = opendir("/proc/self/fd");
+  while (dir && (entry = readdir(dir)) != NULL) {
+    ssize_t n;
+    if (entry->d_name[0] == '.' || atoi(entry->d_name) == dirfd(dir)) continue;
+    n = readlinkat(dirfd(dir), entry->d_name, target, sizeof target - 1);
+    target[n < 0 ? 0 : n] = '\0';
+    snprintf(text, sizeof text, "fd %s %s", entry->d_name, target);
+    trace(f, text);
+  }
+  if (dir) closedir(dir);
+  /* Through syscall(): an imported prctl would change the process-wide calls tests expect. */
+  syscall(SYS_prctl, PR_GET_PDEATHSIG, &signal_number, 0, 0, 0);
+  snprintf(text, sizeof text, "pdeathsig %d", signal_number);
+  trace(f, text);
+}
+
 static hh_status f_create(const hh_host* host, const hh_create_args* args, hh_hook** out,
                           hh_error* err) {
   const hh_param_value* at_step = hh_find_param(args, "at_step");
@@ -499,6 +541,7 @@ static hh_status f_create(const hh_host* host, const hh_create_args* args, hh_ho
            got == HH_OK ? state : "(none)");
   trace(f, text);
   say(f, text);
+  if (strcmp(f->behaviour, "describe_process") == 0) describe_process(f);
   if (strcmp(f->callback, "create") == 0) {
     hh_status status = misbehave(f, "create", 0, NULL, NULL, err);
     if (status != HH_OK) {

@@ -134,7 +134,17 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
         "untrusted = process",
         hook.name, display_text(plugin.metadata.id), what);
   }
-  e.call_timeout_ms = own.call_timeout_ms.value_or(run.call_timeout_ms.value_or(0));
+  // A sandboxed hook that hangs is contained by its limit only: it has one unless set to 0.
+  const uint64_t default_timeout_ms =
+      e.isolation == Isolation::process ? kSandboxedCallTimeoutMs : 0;
+  e.call_timeout_ms =
+      own.call_timeout_ms.value_or(run.call_timeout_ms.value_or(default_timeout_ms));
+  if (e.isolation == Isolation::process && e.call_timeout_ms == 0)
+    log.warn(
+        "hook '{}' (plugin '{}') runs with isolation = process and call_timeout_ms = 0: a call "
+        "that hangs there hangs the whole job; remove the key for the default limit ({} ms) or "
+        "set one",
+        hook.name, display_text(plugin.metadata.id), kSandboxedCallTimeoutMs);
   e.memory_limit_mb = own.memory_limit_mb.value_or(run.memory_limit_mb.value_or(0));
   e.on_crash = own.on_crash.value_or(run.on_crash.value_or(e.on_crash));
   e.max_restarts = own.max_restarts.value_or(run.max_restarts.value_or(e.max_restarts));
@@ -571,10 +581,10 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     if (!runs_on_this_process) continue;
     Planned item{&hook, nullptr, std::move(params), std::move(isolation), ranks};
     if (item.isolation.isolation == Isolation::process) {
-      // Its code runs in its runner only: not even its constructors run in this process.
+      // Its code runs in its runner only: not even its constructors run in this process. The
+      // runner opens this private copy, at start and at every restart; the pin below is its hash.
       try {
-        item.plugin = std::make_shared<const LoadedPlugin>(d->file, d->metadata, nullptr,
-                                                           sha256_of_file(d->file));
+        item.plugin = private_plugin_copy(*d);
       } catch (const std::exception& e) {
         throw ConfigError(cfg.where(hook, "plugin") + display_text(e.what(), 1024));
       }

@@ -648,7 +648,24 @@ struct Lifecycle {
         info.reason = own_reason.c_str();
       }
       slot.state = HookState::ended;
-      // A hook whose process is gone has nobody left to tell.
+      // A hook whose runner was lost gets its end in a fresh one while restarts remain: created
+      // again with its newest saved state, begin and after_create_session replayed as at any
+      // restart, then end with the job's outcome. Past max_restarts, it gets none.
+      if (wants(slot, Callback::end) && slot.runner_lost) {
+        const std::string& name = slot.settings.instance_name;
+        std::string why;
+        if (slot.restarts >= slot.settings.max_restarts) {
+          m.log->warn(
+              "hook '{}' gets no end(): its runner was lost and its {} restarts are used "
+              "up (max_restarts)",
+              name, slot.restarts);
+        } else if (++slot.restarts; slot.dispatch->restart(&why)) {
+          slot.runner_lost = false;
+          m.log->info("hook '{}' restarted with its last saved state to receive end()", name);
+        } else {
+          m.log->error("hook '{}' gets no end(): {}", name, why);
+        }
+      }
       if (wants(slot, Callback::end) && !slot.runner_lost) {
         CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
         if (r.status == HH_STOP_REQUESTED)

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "plugins/trust.hpp"
 #include "protocol.hpp"
 #include "runner_group.hpp"
 #include "runtime/create_verdict.hpp"
@@ -86,11 +87,29 @@ class ProcessDispatchImpl final : public ProcessDispatch {
         call_timeout_(options.call_timeout),
         group_(std::move(group)),
         plugin_id_(plugin.metadata().id),
-        plugin_version_(plugin.metadata().version),
         plugin_file_(plugin.file().string()),
+        note_(plugin.metadata()),
         where_("hook '" + instance_name + "' (plugin '" + plugin_id_ + "', " + plugin_file_ + ")"),
         create_payload_(create_payload(instance_name, host, plugin_id_, params)),
-        id_(group_->join(host, instance_name)) {}
+        id_(group_->join(host, instance_name)) {
+    // The bytes the runner opens: the host's verified copy. A plugin made without one (an
+    // embedding program's own LoadedPlugin) is copied and checked here, once.
+    std::shared_ptr<const LoadedPlugin> copied;
+    const LoadedPlugin* source = &plugin;
+    if (plugin.private_copy_fd() < 0) {
+      try {
+        copied = private_plugin_copy(DiscoveredPlugin{plugin.file(), plugin.metadata()});
+      } catch (const LoadError& e) {
+        group_->leave(id_, kExitTimeout);
+        left_ = true;
+        throw ConfigError("hook '" + instance_name + "' (plugin '" + plugin_id_ +
+                          "'): " + e.what());
+      }
+      source = copied.get();
+    }
+    copy_ = source->private_copy();
+    sha256_ = plugin.sha256().empty() ? source->sha256() : plugin.sha256();
+  }
 
   ~ProcessDispatchImpl() override {
     if (!left_) group_->leave(id_, kExitTimeout);
@@ -102,6 +121,19 @@ class ProcessDispatchImpl final : public ProcessDispatch {
     lost_ = false;
     lost_message_.clear();
     created_ = false;
+    // The pin, checked at every (re)start on the bytes the runner is about to open.
+    const std::string copy_path = "/proc/self/fd/" + std::to_string(*copy_);
+    std::string sha256;
+    try {
+      sha256 = sha256_of_file(copy_path);
+    } catch (const std::exception& e) {
+      refuse(std::string("cannot read the plugin's private copy: ") + e.what());
+    }
+    if (sha256 != sha256_)
+      refuse("the plugin's bytes (copied from the file) have SHA-256 " + sha256 +
+             ", not the approved " + sha256_ +
+             ": the file is not the one that was approved; restore it, or pin the new hash after "
+             "reviewing the plugin");
     try {
       generation_ = group_->ensure_running();
     } catch (const std::exception& e) {
@@ -110,11 +142,10 @@ class ProcessDispatchImpl final : public ProcessDispatch {
     Message reply;
     Writer load;
     load.put<uint32_t>(kProtocolVersion);
-    load.put_text(plugin_file_);
-    load.put_text(plugin_id_);
-    load.put_text(plugin_version_);
+    put_metadata(load, note_);
+    load.put_text(sha256_);
     if (!exchange(MessageType::load, load.bytes(), MessageType::loaded, reply, nullptr,
-                  call_deadline(), "while loading the plugin"))
+                  call_deadline(), "while loading the plugin", *copy_))
       refuse(lost_message_);
     Reader loaded(reply.payload);
     const bool ok = loaded.get<uint8_t>() != 0;
@@ -372,8 +403,10 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   const std::chrono::milliseconds call_timeout_;
   const std::shared_ptr<RunnerGroup> group_;
   const std::string plugin_id_;
-  const std::string plugin_version_;
   const std::string plugin_file_;
+  const PluginMetadata note_;
+  std::shared_ptr<const int> copy_;  // the sealed memfd of the plugin's bytes
+  std::string sha256_;               // what they must hash to (the configuration's pin, if any)
   const std::string where_;
   const std::vector<std::byte> create_payload_;
   const uint32_t id_;        // this instance's id in the group

@@ -1,5 +1,6 @@
 // The out-of-process isolation tier: a hook instance that lives in a hookhost-runner process,
-// which loads the same plugin file and runs the same unchanged plugin. Every call crosses a
+// which opens the bytes the host verified (a sealed memfd passed to it, never the path) and runs
+// the same unchanged plugin. Every call crosses a
 // socketpair; every host call the plugin makes there comes back and is carried out on the
 // instance's real hh_host, so results and validation are the in-process ones. A crash (any
 // signal), an exit (any status), a call over its timeout, or a closed channel costs this hook
@@ -24,8 +25,7 @@
 namespace hookhost {
 
 struct SandboxOptions {
-  // Empty: hookhost-runner next to the running program (/proc/self/exe's folder), then in the
-  // build tree's program folder.
+  // Empty: hookhost-runner next to the running program (/proc/self/exe's folder), then on PATH.
   std::filesystem::path runner_program;
   std::chrono::milliseconds call_timeout{0};  // 0: no limit; a call over it kills the runner
   uint64_t memory_limit_mb = 0;               // 0: none; else RLIMIT_AS in the runner
@@ -47,12 +47,15 @@ std::shared_ptr<RunnerGroup> make_runner_group(const std::string& name,
 // or empty with the places looked at in *tried.
 std::filesystem::path find_runner_program(const SandboxOptions& options, std::string* tried);
 
-// Starts a runner (or uses `group`'s), loads `plugin.file()` there (the runner checks the entry as
-// the loader does: struct_size, ABI, and that it is the plugin `plugin.metadata()` describes) and
-// runs create() there with `params`. Only the file and the metadata of `plugin` are used: the
-// plugin need not be loaded into this process. Throws ConfigError, naming the instance, plugin and
-// file, with the plugin's message when create() fails, and with what happened when the runner
-// cannot start or dies while loading or creating.
+// Starts a runner (or uses `group`'s), sends it the plugin's private copy (private_plugin_copy's
+// sealed memfd, made here from `plugin.file()` when `plugin` has none), checking first that the
+// copy still hashes to `plugin.sha256()`; the runner opens it and checks the entry with the
+// loader's check_entry (struct_size, ABI, create, state_version, every field of
+// `plugin.metadata()`), then runs create() there with `params`. Every restart opens the same copy
+// after the same hash check: the installed file is never read again. The plugin need not be loaded
+// into this process. Throws ConfigError, naming the instance, plugin and file, with the plugin's
+// message when create() fails, and with what happened when the runner cannot start or dies while
+// loading or creating.
 std::unique_ptr<HookDispatch> make_process_dispatch(const LoadedPlugin& plugin,
                                                     const std::string& instance_name,
                                                     const ResolvedParams& params,

@@ -86,4 +86,45 @@ std::string_view bounded_c_text(const char* text, size_t max) {
   return std::string_view(text, ::strnlen(text, max + 1));
 }
 
+void put_metadata(Writer& w, const PluginMetadata& metadata) {
+  w.put_text(metadata.id);
+  w.put_text(metadata.version);
+  w.put_text(metadata.description);
+  w.put<uint32_t>(metadata.abi_major);
+  w.put<uint32_t>(metadata.abi_minor);
+  w.put<uint32_t>(metadata.min_abi_minor);
+  w.put<uint32_t>(static_cast<uint32_t>(metadata.params.size()));
+  for (const ParamSpec& p : metadata.params) {
+    w.put_text(p.name);
+    w.put<int32_t>(p.type);
+    w.put<uint8_t>(static_cast<uint8_t>(p.flag));
+    w.put_text(p.default_value);
+    w.put_text(p.help);
+  }
+}
+
+PluginMetadata get_metadata(Reader& in) {
+  PluginMetadata m;
+  m.id = in.get_bytes();
+  m.version = in.get_bytes();
+  m.description = in.get_bytes();
+  m.abi_major = in.get<uint32_t>();
+  m.abi_minor = in.get<uint32_t>();
+  m.min_abi_minor = in.get<uint32_t>();
+  const auto count = in.get<uint32_t>();
+  // A count beyond the payload stops at the first field that is missing.
+  for (uint32_t i = 0; i < count && !in.failed(); ++i) {
+    ParamSpec p;
+    p.name = in.get_bytes();
+    p.type = in.get<int32_t>();
+    const auto flag = in.get<uint8_t>();
+    p.flag = flag <= static_cast<uint8_t>(ParamFlag::defaulted) ? static_cast<ParamFlag>(flag)
+                                                                : ParamFlag::optional;
+    p.default_value = in.get_bytes();
+    p.help = in.get_bytes();
+    m.params.push_back(std::move(p));
+  }
+  return m;
+}
+
 }  // namespace hookhost::sandbox

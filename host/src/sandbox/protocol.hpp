@@ -7,8 +7,9 @@
 // request of one side gets exactly one reply from the other, in order, on the same socket.
 //
 // host -> runner                                      runner -> host (reply)
-//   load      u32 version, path, plugin id, version     loaded      u8 ok, text error,
-//                                                                   u32 state_version
+//   load      u32 version, the note (put_metadata),    loaded      u8 ok, text error,
+//             its SHA-256 + one fd: the plugin's bytes              u32 state_version
+//             (a sealed memfd; never a path)
 //   create    name, run dir, u32 services, params        created     see CreateReply in runner
 //   call      u8 callback, arguments (below)             call_result u8 end, i32 status, i32 code,
 //                                                                    text message
@@ -32,10 +33,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "hookhost/host/plugin_metadata.hpp"
+
 namespace hookhost::sandbox {
 
 inline constexpr uint32_t kFrameMagic = 0x42534848;  // "HHSB" in memory order
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 
 // A frame fits the default AF_UNIX send buffer (212992 bytes); a longer message is cut into
 // frames. A message is never longer than kMaxMessageBytes: a larger one is refused unread.
@@ -179,6 +182,11 @@ class Reader {
   size_t offset_ = 0;
   bool failed_ = false;
 };
+
+// A plugin's note as the load message carries it, for the runner's check of the entry symbol.
+void put_metadata(Writer& w, const PluginMetadata& metadata);
+// Reads it back; check in.complete() afterwards.
+PluginMetadata get_metadata(Reader& in);
 
 // A NUL-terminated text a plugin handed over, read as a host function would: at most `max` + 1
 // bytes, so a text without a terminator inside the bound is still recognised as too long.

@@ -31,10 +31,14 @@ struct ConfigSource {
 enum class Isolation { in_process, process };
 const char* isolation_name(Isolation isolation);
 
+// The call limit of a sandboxed hook that sets none: a hang is contained, not waited out.
+inline constexpr uint64_t kSandboxedCallTimeoutMs = 60000;
+
 // The isolation settings a [run] section gives every hook and a [hook.NAME] section may override.
 struct IsolationConfig {
   std::optional<Isolation> isolation;
-  std::optional<uint64_t> call_timeout_ms;  // 0: none
+  // 0: none. Unset: none in process, kSandboxedCallTimeoutMs with isolation = process.
+  std::optional<uint64_t> call_timeout_ms;
   std::optional<uint64_t> memory_limit_mb;  // 0: none (process isolation only)
   std::optional<CrashPolicy> on_crash;      // what a lost runner leads to
   std::optional<uint32_t> max_restarts;     // restarts of one instance before it is disabled
