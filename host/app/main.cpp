@@ -238,12 +238,14 @@ int cmd_run(const std::vector<std::string>& args) {
               << ", outputs: " << job->run_dir().string() << "\n";
   }
   std::cout.flush();
+  // Checkpoints that could not be written leave nothing to resume from: not a success.
+  const bool checkpoints_failed = result.checkpoint_failures > 0;
   switch (result.outcome) {
-    case Outcome::completed: return kExitOk;
+    case Outcome::completed: return checkpoints_failed ? kExitFailed : kExitOk;
     case Outcome::stopped:
       if (result.stop_cause == HH_STOP_CAUSE_SIGNAL && g_signal.load() != 0)
         return 128 + g_signal.load();
-      return kExitOk;
+      return checkpoints_failed ? kExitFailed : kExitOk;
     case Outcome::failed: return kExitFailed;
   }
   return kExitFailed;

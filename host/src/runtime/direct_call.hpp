@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <optional>
+#include <string>
 
 #include <hookhost/hook.h>
 
@@ -23,9 +24,13 @@ inline void reset_error(hh_error& err) {
 // HH_ERROR_FATAL; an undefined status becomes HH_ERROR saying so.
 CallResult inprocess_result(hh_status status, const hh_error& err);
 
-// HH_ERROR for a C++ exception that escaped the plugin (`e` is null for one not derived from
-// std::exception).
-CallResult escaped_exception_result(const std::exception* e);
+// The exception being handled, for a message: "an exception escaped `from`: WHAT (C++ type
+// 'std::out_of_range')", or "an unknown exception escaped `from` (C++ type 'int')" for one that is
+// not a std::exception; the type demangled. Call only inside a catch block.
+std::string describe_current_exception(const char* from);
+
+// HH_ERROR for the C++ exception that escaped the plugin: call only inside a catch block.
+CallResult escaped_exception_result();
 
 // Calls into an in-process plugin: `fn(&err)` with `err` reset first. A C++ exception that escapes
 // the plugin (the SDK never lets one, a hand-written C++ plugin might) is caught here, a second line
@@ -37,10 +42,8 @@ std::optional<CallResult> call_inprocess(Fn&& fn, hh_error& err) {
   hh_status status;
   try {
     status = fn(&err);
-  } catch (const std::exception& e) {
-    return escaped_exception_result(&e);
   } catch (...) {
-    return escaped_exception_result(nullptr);
+    return escaped_exception_result();
   }
   if (status == HH_OK) [[likely]]
     return std::nullopt;

@@ -1,5 +1,10 @@
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <typeinfo>
 
 #include <hookhost/ext/device_values.h>
 
@@ -78,10 +83,8 @@ class InProcessDispatch final : public HookDispatch {
     try {
       destroy_(hook_);
       return {};
-    } catch (const std::exception& e) {
-      return std::string("an exception escaped destroy(): ") + e.what();
     } catch (...) {
-      return "an unknown exception escaped destroy()";
+      return describe_current_exception("destroy()");
     }
   }
 
@@ -145,11 +148,28 @@ CallResult inprocess_result(hh_status status, const hh_error& err) {
   return result;
 }
 
-CallResult escaped_exception_result(const std::exception* e) {
+std::string describe_current_exception(const char* from) {
+  std::string type = "unknown";
+  if (const std::type_info* info = abi::__cxa_current_exception_type()) {
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> demangled(
+        abi::__cxa_demangle(info->name(), nullptr, nullptr, &status), &std::free);
+    type = status == 0 && demangled ? demangled.get() : info->name();
+  }
+  const std::string type_note = " (C++ type '" + type + "')";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return std::string("an exception escaped ") + from + ": " + e.what() + type_note;
+  } catch (...) {
+    return std::string("an unknown exception escaped ") + from + type_note;
+  }
+}
+
+CallResult escaped_exception_result() {
   CallResult result;
   result.status = HH_ERROR;
-  result.message = e ? std::string("exception escaped the plugin: ") + e->what()
-                     : "unknown exception escaped the plugin";
+  result.message = describe_current_exception("the plugin");
   return result;
 }
 
