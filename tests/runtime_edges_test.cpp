@@ -132,16 +132,20 @@ TEST(ResumedJob, CreateSeesTheRestoredGlobalStep) {
 }
 
 // A hand-written C++ plugin whose create() lets an exception escape: the refusal keeps its text
-// and names its type.
+// and names its type, in both tiers.
 TEST(CreateException, TheRefusalKeepsTheTextAndNamesTheType) {
-  HookTest t(fixture_plugin("create_thrower"), "thrower");
-  EXPECT_THAT(t.configuration_error(),
-              AllOf(HasSubstr("hook 'thrower' (plugin 'create_thrower'"),
-                    HasSubstr("create_thrower: index 7 is past the end of 3 layers"),
-                    HasSubstr("std::out_of_range")));
-  t.set("what", "int");
-  EXPECT_THAT(t.configuration_error(),
-              AllOf(HasSubstr("unknown exception escaped create()"), HasSubstr("'int'")));
+  for (Isolation where : {Isolation::in_process, Isolation::process}) {
+    SCOPED_TRACE(tier_name(where));
+    HookTest t(fixture_plugin("create_thrower"), "thrower");
+    t.isolation(where);
+    EXPECT_THAT(t.configuration_error(),
+                AllOf(HasSubstr("hook 'thrower' (plugin 'create_thrower'"),
+                      HasSubstr("create_thrower: index 7 is past the end of 3 layers"),
+                      HasSubstr("std::out_of_range")));
+    t.set("what", "int");
+    EXPECT_THAT(t.configuration_error(),
+                AllOf(HasSubstr("unknown exception escaped create()"), HasSubstr("'int'")));
+  }
 }
 
 // What the polling thread of orphan_poller last wrote, as "step=.. stop=.. service=.. run_dir=..",

@@ -9,6 +9,7 @@
 #include <hookhost/hook.h>
 
 #include "hookhost/host/hook_dispatch.hpp"
+#include "runtime/exception_text.hpp"
 
 namespace hookhost {
 
@@ -23,11 +24,6 @@ inline void reset_error(hh_error& err) {
 // The result of a returned status: the plugin's message and code for HH_ERROR and
 // HH_ERROR_FATAL; an undefined status becomes HH_ERROR saying so.
 CallResult inprocess_result(hh_status status, const hh_error& err);
-
-// The exception being handled, for a message: "an exception escaped `from`: WHAT (C++ type
-// 'std::out_of_range')", or "an unknown exception escaped `from` (C++ type 'int')" for one that is
-// not a std::exception; the type demangled. Call only inside a catch block.
-std::string describe_current_exception(const char* from);
 
 // HH_ERROR for the C++ exception that escaped the plugin: call only inside a catch block.
 CallResult escaped_exception_result();

@@ -1,10 +1,5 @@
-#include <cxxabi.h>
-
-#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <memory>
-#include <typeinfo>
 
 #include <hookhost/ext/device_values.h>
 
@@ -146,24 +141,6 @@ CallResult inprocess_result(hh_status status, const hh_error& err) {
       result.status = HH_ERROR;
   }
   return result;
-}
-
-std::string describe_current_exception(const char* from) {
-  std::string type = "unknown";
-  if (const std::type_info* info = abi::__cxa_current_exception_type()) {
-    int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> demangled(
-        abi::__cxa_demangle(info->name(), nullptr, nullptr, &status), &std::free);
-    type = status == 0 && demangled ? demangled.get() : info->name();
-  }
-  const std::string type_note = " (C++ type '" + type + "')";
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return std::string("an exception escaped ") + from + ": " + e.what() + type_note;
-  } catch (...) {
-    return std::string("an unknown exception escaped ") + from + type_note;
-  }
 }
 
 CallResult escaped_exception_result() {
