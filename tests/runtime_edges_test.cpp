@@ -164,18 +164,22 @@ Poll last_poll(const fs::path& report) {
 }
 
 // create() starts a thread that keeps calling the host and returns a hook the host refuses (no
-// destroy). The runtime is gone once run() has thrown; the thread's calls are refused from then on
-// (no step, no stop, no service, no run_dir) and never reach the freed runtime.
-TEST(OrphanedHost, AThreadOfARefusedInstanceIsRefusedAfterTheRuntimeIsGone) {
+// destroy), or an error. The runtime is gone once run() has thrown; the thread's calls are refused
+// from then on (no step, no stop, no service, no run_dir) and never reach the freed runtime.
+class OrphanedHost : public ::testing::TestWithParam<bool> {};
+
+TEST_P(OrphanedHost, AThreadOfARefusedInstanceIsRefusedAfterTheRuntimeIsGone) {
+  const bool create_fails = GetParam();
   TempDir dir;
   const fs::path report = dir / "report.txt";
   HookTest t(fixture_plugin("orphan_poller"), "poller");
-  t.set("report", report.string()).start_at(7).steps(10);
+  t.set("report", report.string()).set("fail", create_fails ? "true" : "false");
+  t.start_at(7).steps(10);
   try {
     t.run();
-    ADD_FAILURE() << "a hook without destroy was accepted";
+    ADD_FAILURE() << "the instance was accepted";
   } catch (const ConfigError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("without destroy"));
+    EXPECT_THAT(e.what(), HasSubstr(create_fails ? "create failed on purpose" : "without destroy"));
   }
   // Polls made after the runtime was destroyed.
   const long before = last_poll(report).polls;
@@ -186,6 +190,10 @@ TEST(OrphanedHost, AThreadOfARefusedInstanceIsRefusedAfterTheRuntimeIsGone) {
   EXPECT_TRUE(
       wait_until([&] { return fs::exists(report.string() + ".done"); }, std::chrono::seconds(30)));
 }
+
+INSTANTIATE_TEST_SUITE_P(CreateReturns, OrphanedHost, ::testing::Bool(), [](const auto& info) {
+  return info.param ? std::string("an_error") : std::string("a_hook_without_destroy");
+});
 
 }  // namespace
 }  // namespace hookhost::testing

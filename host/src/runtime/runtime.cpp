@@ -820,13 +820,12 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   }
   const std::string message(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE));
   auto refuse = [&](const std::string& why) {
-    // A hook that exists but cannot be trusted is leaked with its services, orphaned: a thread
-    // it started gets refusals from then on and never reaches this runtime, which may be gone.
-    if (hook) {
-      HostServices* orphan = services.release();
-      orphan->ended = true;
-      orphan->orphaned.store(true, std::memory_order_release);
-    }
+    // A hook that exists but cannot be trusted is leaked. So are the services of any refused
+    // create(), which may have started a thread before it failed: orphaned, they refuse that
+    // thread's calls from then on, and it never reaches this runtime, which may be gone.
+    HostServices* orphan = services.release();
+    orphan->ended = true;
+    orphan->orphaned.store(true, std::memory_order_release);
     throw ConfigError(where + ": " + why);
   };
   // destroy is read only once struct_size says the plugin's struct has it.

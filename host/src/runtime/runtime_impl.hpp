@@ -27,9 +27,9 @@ struct Slot;
 enum class HookState : uint8_t { created, begun, in_session, in_step, ended, destroyed };
 
 // The services one instance sees through hh_host (services/host_table.cpp). Lives as long as the
-// runtime, or forever for an instance the host refused after create() returned it (orphaned): a
-// thread that instance started may go on calling, and every call is refused before it reaches
-// `owner`, which may be gone.
+// runtime, or forever for an instance whose create() the host refused (orphaned): a thread that
+// create() started may go on calling, and every call is refused before it reaches `owner`, which
+// may be gone.
 struct HostServices {
   static constexpr uint64_t kMagic = 0x68682e686f737431ULL;  // "hh.host1"
   uint64_t magic = kMagic;
