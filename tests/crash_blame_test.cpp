@@ -22,6 +22,27 @@ struct Case {
   const char* opening;  // how the blame line starts
 };
 
+bool is_step_call(const std::string& callback) {
+  return callback == "before_run" || callback == "after_run";
+}
+
+// A job of linreg and one crasher hook 'boom' (acting from live global step 2 in a step call).
+void write_crasher_job(const fs::path& ini, const std::string& how, const std::string& in,
+                       const std::string& extra = "") {
+  write_file(ini,
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 2\n\n"
+             "[hook.boom]\nplugin = crasher\nhow = " +
+                 how + "\nin = " + in + "\nat_step = " + (is_step_call(in) ? "2" : "0") + "\n" +
+                 extra);
+}
+
+// The N of the first "PREFIX<N>" in `text`, or -1.
+int64_t step_after(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return -1;
+  return std::stoll(text.substr(at + prefix.size()));
+}
+
 class CrashBlame : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CrashBlame, TheLastLineNamesTheHookCallAndTheStatusIsNotSuccess) {
@@ -30,11 +51,12 @@ TEST_P(CrashBlame, TheLastLineNamesTheHookCallAndTheStatusIsNotSuccess) {
   const fs::path plugins = dir / "plugins";
   fs::create_directories(plugins);
   const fs::path file = copy_plugin(fixture_plugin("crasher"), plugins);
-  const bool at_step = std::string(c.in) == "before_run" || std::string(c.in) == "after_run";
-  write_file(dir / "job.ini", std::string("[run]\nrun_dir = run\n\n[workload]\nname = linreg\n"
-                                          "epochs = 2\n\n[hook.boom]\nplugin = crasher\nhow = ") +
-                                  c.how + "\nin = " + c.in +
-                                  "\nat_step = " + (at_step ? "2" : "0") + "\n");
+  write_crasher_job(dir / "job.ini", c.how, c.in);
+  // The step the call concerns, as an error line of that call says it: after_run at live step 2
+  // ran for the step whose context said 1.
+  const std::string step = std::string(c.in) == "after_run"    ? "1"
+                           : std::string(c.in) == "before_run" ? "2"
+                                                               : "";
   ProcessResult r = run_hookhost(
       {"run", "--config", (dir / "job.ini").string(), "--plugin-dir", plugins.string()},
       dir.path());
@@ -51,7 +73,7 @@ TEST_P(CrashBlame, TheLastLineNamesTheHookCallAndTheStatusIsNotSuccess) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, AllOf(HasSubstr(c.opening),
                            HasSubstr("hook 'boom' (plugin 'crasher', " + file.string() + ") in " +
-                                     c.in + " at global step " + (at_step ? "2" : "")),
+                                     c.in + " at global step " + step),
                            HasSubstr("isolation = process")))
       << r.err;
 }
@@ -67,13 +89,45 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"_exit0", "after_run", 70, "hookhost: _exit() with status 0 was called by "},
         Case{"_exit0", "after_create_session", 70,
              "hookhost: _exit() with status 0 was called by "},
-        Case{"thread_segv", "after_run", 128 + SIGSEGV, "hookhost: SIGSEGV (signal 11) while "}),
+        Case{"thread_segv", "after_run", 128 + SIGSEGV, "hookhost: SIGSEGV (signal 11) while "},
+        // create() and destroy() run outside the lifecycle calls, and are blamed all the same.
+        Case{"segv", "create", 128 + SIGSEGV, "hookhost: SIGSEGV (signal 11) while "},
+        Case{"exit", "create", 70, "hookhost: exit() was called by "},
+        Case{"abort", "destroy", 128 + SIGABRT, "hookhost: SIGABRT (signal 6) while "},
+        Case{"exit", "destroy", 70, "hookhost: exit() was called by "}),
     [](const auto& info) {
       std::string name = std::string(info.param.how) + "_in_" + info.param.in;
       for (char& ch : name)
         if (ch == '_') ch = 'X';
       return name;
     });
+
+// The blame line of an in-process crash and the error line of the same crash in a hook's own
+// process name the same global step.
+TEST(CrashBlameStep, InProcessBlameAndSandboxedErrorLineNameTheSameStep) {
+  for (const char* in : {"before_run", "after_run"}) {
+    SCOPED_TRACE(in);
+    TempDir dir;
+    const fs::path plugins = dir / "plugins";
+    fs::create_directories(plugins);
+    copy_plugin(fixture_plugin("crasher"), plugins);
+    write_crasher_job(dir / "in_process.ini", "segv", in);
+    write_crasher_job(dir / "sandboxed.ini", "segv", in, "isolation = process\non_crash = fail\n");
+    const ProcessResult blamed = run_hookhost(
+        {"run", "--config", (dir / "in_process.ini").string(), "--plugin-dir", plugins.string()},
+        dir.path());
+    const ProcessResult failed = run_hookhost(
+        {"run", "--config", (dir / "sandboxed.ini").string(), "--plugin-dir", plugins.string()},
+        dir.path());
+    const std::string call = std::string(") in ") + in + " at global step ";
+    const std::string error = std::string(") failed in ") + in + " at global step ";
+    const int64_t blamed_step = step_after(blamed.err, call);
+    const int64_t error_step = step_after(failed.err, error);
+    ASSERT_GE(blamed_step, 0) << blamed.err;
+    ASSERT_GE(error_step, 0) << failed.err;
+    EXPECT_EQ(blamed_step, error_step) << blamed.err << "\n---\n" << failed.err;
+  }
+}
 
 }  // namespace
 }  // namespace hookhost::testing

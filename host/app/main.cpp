@@ -364,6 +364,8 @@ int cmd_run(const std::vector<std::string>& args) {
   std::cout.flush();
   if (result.outcome == Outcome::failed) return kExitFailed;
   if (sig != 0) return 128 + sig;
+  // Checkpoints that could not be written leave nothing to resume from: not a success.
+  if (result.checkpoint_failures > 0) return kExitFailed;
   if (strict) {
     if (const std::string failures = hook_failures_text(reports); !failures.empty()) {
       std::fprintf(stderr, "hookhost: --strict: exit status 1 because %s\n", failures.c_str());

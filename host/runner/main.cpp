@@ -30,6 +30,7 @@
 #include "forwarding.hpp"
 #include "plugins/entry_check.hpp"
 #include "protocol.hpp"
+#include "runtime/exception_text.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 // Crashes stay the kernel's, so the host names the signal (ASan would catch SIGSEGV and exit with
@@ -228,7 +229,9 @@ class Runner {
       status = entry->create(&inst.host, &args, &hook, &err);
     } catch (...) {
       status = HH_ERROR;
-      std::strcpy(err.message, "an exception escaped the plugin's create()");
+      const std::string text = describe_current_exception("create()");
+      std::strncpy(err.message, text.c_str(), HH_ERROR_MESSAGE_SIZE - 1);
+      err.message[HH_ERROR_MESSAGE_SIZE - 1] = '\0';
     }
     t_in_call = false;
     reply.put<int32_t>(status);
@@ -273,11 +276,10 @@ class Runner {
     t_in_call = true;
     try {
       status = fn(&err_);
-    } catch (const std::exception& e) {
-      end = CallEnd::exception;
-      what = e.what();
     } catch (...) {
-      end = CallEnd::unknown_exception;
+      // The in-process tier's words, whole: the host passes them on as they are.
+      end = CallEnd::exception;
+      what = describe_current_exception("the plugin");
     }
     t_in_call = false;
     reply.put<uint8_t>(static_cast<uint8_t>(end));
@@ -428,10 +430,8 @@ class Runner {
     t_in_call = true;
     try {
       inst.destroy(inst.hook);
-    } catch (const std::exception& e) {
-      error = std::string("an exception escaped destroy(): ") + e.what();
     } catch (...) {
-      error = "an unknown exception escaped destroy()";
+      error = describe_current_exception("destroy()");
     }
     t_in_call = false;
     // The Instance stays: a plugin thread that outlives destroy finds it, never freed memory.

@@ -130,8 +130,8 @@ void judge_call(const CheckTarget& target, const RunSpec& spec, const RunOutcome
 
   const std::string status = status_name(r.status);
   const std::string text = plugin_text(r);
-  if (r.message.starts_with("exception escaped the plugin") ||
-      r.message.starts_with("unknown exception escaped the plugin")) {
+  if (r.message.starts_with("an exception escaped the plugin") ||
+      r.message.starts_with("an unknown exception escaped the plugin")) {
     found.push_back(finding(Severity::violation, "exception", spec, call.callback, call.step,
                             display_text(r.message, kShownText)));
     return;

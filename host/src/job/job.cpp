@@ -931,6 +931,11 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
                 static_cast<long long>(result.global_step), secs,
                 secs > 0 ? static_cast<double>(result.steps_run) / secs : 0.0);
   out += line;
+  if (result.checkpoint_failures > 0)
+    out += "  checkpoints: " + std::to_string(result.checkpoint_failures) + " write" +
+           (result.checkpoint_failures == 1 ? "" : "s") +
+           " failed, so the job cannot resume where it should; the last at " +
+           display_text(result.checkpoint_error) + "\n";
   if (reports.empty()) return out + "  hooks: none\n";
   std::snprintf(line, sizeof line, "  %-20s %-22s %8s %10s %10s %10s\n", "hook", "callback",
                 "calls", "total ms", "mean us", "max us");

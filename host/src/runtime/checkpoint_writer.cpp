@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <utility>
 
 namespace hookhost {
@@ -42,14 +43,22 @@ CheckpointWriter::~CheckpointWriter() {
   if (thread_.joinable()) thread_.join();
 }
 
+void CheckpointWriter::start() {
+  std::lock_guard lock(mutex_);
+  start_locked();
+}
+
+void CheckpointWriter::start_locked() {
+  if (thread_.joinable()) return;
+  AsyncSignalsBlocked blocked;
+  thread_ = std::thread([this] { run(); });  // throws before anything is handed over
+  ::pthread_setname_np(thread_.native_handle(), "hh-checkpoint");
+}
+
 void CheckpointWriter::submit(CheckpointSave&& save) {
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] { return !in_flight_; });
-  if (!thread_.joinable()) {
-    AsyncSignalsBlocked blocked;
-    thread_ = std::thread([this] { run(); });  // throws before anything is handed over
-    ::pthread_setname_np(thread_.native_handle(), "hh-checkpoint");
-  }
+  start_locked();
   in_flight_ = std::move(save);
   lock.unlock();
   work_.notify_one();
@@ -70,6 +79,12 @@ void CheckpointWriter::run() {
   // with a save, it only takes its share of a free core. Failing to set it changes nothing else.
   const sched_param batch{};
   ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &batch);
+  {
+    // The C library gives a thread its own allocation arena at its first allocation: made now,
+    // while memory is there, not at the first save.
+    void* volatile warm_up = std::malloc(4096);
+    std::free(warm_up);
+  }
   std::unique_lock lock(mutex_);
   for (;;) {
     work_.wait(lock, [&] { return in_flight_ || stopping_; });

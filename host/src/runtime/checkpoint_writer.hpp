@@ -33,9 +33,13 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Hands `save` to the writer thread (started on the first call) and returns at once, unless a
-  // save is still in flight: then it waits for that one to finish first. Throws std::system_error
-  // when the thread cannot start; `save` is then left as it was.
+  // Starts the writer thread, if it is not running, with what it needs to write: called before
+  // any hook runs, so a hook that later exhausts the process's memory or threads cannot stop the
+  // job's checkpoints. Throws std::system_error when the thread cannot start.
+  void start();
+  // Hands `save` to the writer thread (started here if start() was not called) and returns at
+  // once, unless a save is still in flight: then it waits for that one to finish first. Throws
+  // std::system_error when the thread cannot start; `save` is then left as it was.
   void submit(CheckpointSave&& save);
   // Returns once no save is in flight. [thread-safe]
   void wait_idle();
@@ -44,6 +48,7 @@ class CheckpointWriter {
 
  private:
   void run();
+  void start_locked();  // with mutex_ held
 
   WriteFunction write_;
   mutable std::mutex mutex_;

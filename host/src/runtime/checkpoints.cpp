@@ -59,9 +59,17 @@ void Runtime::Impl::submit_snapshot(
     save.checkpoint.hook_states = hook_states();
     checkpoint_writer.submit(std::move(save));
   } catch (const std::exception& e) {
-    log->error("could not write the checkpoint at global step {} requested by {}: {}",
-               save.checkpoint.global_step, save.reasons, e.what());
+    checkpoint_failed(save.checkpoint.global_step, save.reasons, e.what());
   }
+}
+
+void Runtime::Impl::checkpoint_failed(int64_t global_step, const std::string& reasons,
+                                      const std::string& why) {
+  log->error("could not write the checkpoint at global step {} requested by {}: {}", global_step,
+             reasons, why);
+  std::lock_guard lock(checkpoint_mutex);
+  ++checkpoint_failures;
+  checkpoint_error = "global step " + std::to_string(global_step) + ": " + why;
 }
 
 void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
@@ -84,11 +92,9 @@ void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
     }
     log->info("wrote checkpoint {} (requested by {})", file.string(), save.reasons);
   } catch (const std::exception& e) {
-    log->error("could not write the checkpoint at global step {} requested by {}: {}",
-               save.checkpoint.global_step, save.reasons, e.what());
+    checkpoint_failed(save.checkpoint.global_step, save.reasons, e.what());
   } catch (...) {
-    log->error("could not write the checkpoint at global step {} requested by {}: unknown error",
-               save.checkpoint.global_step, save.reasons);
+    checkpoint_failed(save.checkpoint.global_step, save.reasons, "unknown error");
   }
 }
 

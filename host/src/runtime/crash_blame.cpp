@@ -1,5 +1,6 @@
 #include "runtime/crash_blame.hpp"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -21,6 +22,11 @@ constexpr size_t kWatched = 16;
 std::array<std::atomic<const Runtime::Impl*>, kWatched> g_runtimes{};
 constexpr std::array<int, 5> kFatalSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 struct sigaction g_previous[NSIG];
+// The C library's sigaction, resolved at install time. A program may define its own sigaction
+// (the hookhost program's refuses plugins' changes, with dladdr and a mutex): the handler must
+// not run that code, so it restores the previous disposition through this one.
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+SigactionFn g_real_sigaction = nullptr;
 
 // A line built without allocating.
 struct Line {
@@ -52,28 +58,44 @@ struct Line {
 };
 
 // "hook 'X' (plugin 'id', FILE) in CALLBACK at global step N", from the call on this thread, else
-// from any watched runtime with a call running. False when no hook call is running.
+// from any watched runtime with a call running. A hook's create() and destroy() count as calls.
+// False when no hook call is running.
 bool describe_running_call(Line& line) {
   const Runtime::Impl* owner = nullptr;
   const Slot* slot = nullptr;
-  if (const HostServices* here = t_current_call) {
+  const HostServices* instance = nullptr;  // whose create() or destroy() runs
+  const HostServices* here = t_current_call;
+  // An orphaned instance's runtime may be gone: its owner is not read.
+  if (here && !here->orphaned.load(std::memory_order_relaxed)) {
     owner = here->owner;
     slot = owner ? owner->running_slot.load(std::memory_order_acquire) : nullptr;
+    if (!slot && owner && owner->instance_call.load(std::memory_order_acquire) == here)
+      instance = here;
   }
-  bool this_thread = slot != nullptr;
-  for (size_t i = 0; !slot && i < kWatched; ++i) {
+  const bool this_thread = slot != nullptr || instance != nullptr;
+  for (size_t i = 0; !slot && !instance && i < kWatched; ++i) {
     owner = g_runtimes[i].load(std::memory_order_acquire);
-    if (owner) slot = owner->running_slot.load(std::memory_order_acquire);
+    if (!owner) continue;
+    slot = owner->running_slot.load(std::memory_order_acquire);
+    if (!slot) instance = owner->instance_call.load(std::memory_order_acquire);
   }
-  if (!slot) return false;
-  line.add(slot->services->blame_name.c_str());
-  const int callback = owner->running_callback.load(std::memory_order_relaxed);
-  if (callback >= 0 && static_cast<size_t>(callback) < kCallbackNames.size()) {
+  if (!slot && !instance) return false;
+  const char* callback_name = nullptr;
+  if (slot) {
+    line.add(slot->services->blame_name.c_str());
+    const int callback = owner->running_callback.load(std::memory_order_relaxed);
+    if (callback >= 0 && static_cast<size_t>(callback) < kCallbackNames.size())
+      callback_name = kCallbackNames[static_cast<size_t>(callback)];
+  } else {
+    line.add(instance->blame_name.c_str());
+    callback_name = owner->instance_call_name.load(std::memory_order_relaxed);
+  }
+  if (callback_name) {
     line.add(" in ");
-    line.add(kCallbackNames[static_cast<size_t>(callback)]);
+    line.add(callback_name);
   }
   line.add(" at global step ");
-  line.add(owner->live_step.load(std::memory_order_relaxed));
+  line.add(owner->running_step.load(std::memory_order_relaxed));
   if (!this_thread) line.add(" (the fault was on another thread, maybe one the plugin started)");
   return true;
 }
@@ -102,7 +124,7 @@ void on_fatal_signal(int sig) {
       "isolation = process to contain it");
   line.write_out();
   // The previous disposition (the default, or a sanitizer's report) handles it from here.
-  ::sigaction(sig, &g_previous[sig], nullptr);
+  g_real_sigaction(sig, &g_previous[sig], nullptr);
   ::raise(sig);
 }
 
@@ -116,6 +138,10 @@ void on_exit() {
 
 void CrashBlame::install() {
   if (g_installed.exchange(true)) return;
+  // The next definition after this program's own, if it has one: the C library's (or a
+  // sanitizer's, which forwards to it).
+  g_real_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
+  if (!g_real_sigaction) g_real_sigaction = &::sigaction;
   static char alternate_stack[64 * 1024];
   stack_t ss{};
   ss.ss_sp = alternate_stack;

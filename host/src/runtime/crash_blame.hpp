@@ -1,8 +1,9 @@
 // Last words when a hook takes the whole process down in-process: a fatal signal, exit() or
 // _exit(). One line names the instance, plugin file, callback and global step that were running,
 // then the process dies with a status that cannot pass for success. Everything here runs inside a
-// signal handler or an exit path, so it only reads what the runtime prepared and writes with
-// write(2).
+// signal handler or an exit path, so it only reads what the runtime prepared, writes with
+// write(2) and restores a signal's disposition through the C library's sigaction, resolved at
+// install time (never a sigaction the program defines, such as the hookhost program's guard).
 #pragma once
 
 #include "hookhost/host/runtime.hpp"

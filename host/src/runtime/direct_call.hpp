@@ -4,10 +4,12 @@
 
 #include <exception>
 #include <optional>
+#include <string>
 
 #include <hookhost/hook.h>
 
 #include "hookhost/host/hook_dispatch.hpp"
+#include "runtime/exception_text.hpp"
 
 namespace hookhost {
 
@@ -23,9 +25,8 @@ inline void reset_error(hh_error& err) {
 // HH_ERROR_FATAL; an undefined status becomes HH_ERROR saying so.
 CallResult inprocess_result(hh_status status, const hh_error& err);
 
-// HH_ERROR for a C++ exception that escaped the plugin (`e` is null for one not derived from
-// std::exception).
-CallResult escaped_exception_result(const std::exception* e);
+// HH_ERROR for the C++ exception that escaped the plugin: call only inside a catch block.
+CallResult escaped_exception_result();
 
 // Calls into an in-process plugin: `fn(&err)` with `err` reset first. A C++ exception that escapes
 // the plugin (the SDK never lets one, a hand-written C++ plugin might) is caught here, a second line
@@ -37,10 +38,8 @@ std::optional<CallResult> call_inprocess(Fn&& fn, hh_error& err) {
   hh_status status;
   try {
     status = fn(&err);
-  } catch (const std::exception& e) {
-    return escaped_exception_result(&e);
   } catch (...) {
-    return escaped_exception_result(nullptr);
+    return escaped_exception_result();
   }
   if (status == HH_OK) [[likely]]
     return std::nullopt;

@@ -78,10 +78,8 @@ class InProcessDispatch final : public HookDispatch {
     try {
       destroy_(hook_);
       return {};
-    } catch (const std::exception& e) {
-      return std::string("an exception escaped destroy(): ") + e.what();
     } catch (...) {
-      return "an unknown exception escaped destroy()";
+      return describe_current_exception("destroy()");
     }
   }
 
@@ -145,11 +143,10 @@ CallResult inprocess_result(hh_status status, const hh_error& err) {
   return result;
 }
 
-CallResult escaped_exception_result(const std::exception* e) {
+CallResult escaped_exception_result() {
   CallResult result;
   result.status = HH_ERROR;
-  result.message = e ? std::string("exception escaped the plugin: ") + e->what()
-                     : "unknown exception escaped the plugin";
+  result.message = describe_current_exception("the plugin");
   return result;
 }
 

@@ -141,6 +141,26 @@ std::string during_call(const Runtime::Impl& m, const char* callback) {
          std::to_string(m.live_step.load(std::memory_order_relaxed));
 }
 
+// An instance's create() or destroy(), which run outside any slot's lifecycle call: recorded so
+// crash blame names the hook, and the [hook-thread] checks see the instance as the caller.
+struct InstanceCallScope {
+  Runtime::Impl& m;
+  const HostServices* previous = t_current_call;
+  InstanceCallScope(Runtime::Impl& runtime, const HostServices& services, const char* call)
+      : m(runtime) {
+    t_current_call = &services;
+    m.running_step.store(m.live_step.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    m.instance_call_name.store(call, std::memory_order_relaxed);
+    m.instance_call.store(&services, std::memory_order_release);
+  }
+  ~InstanceCallScope() {
+    m.instance_call.store(nullptr, std::memory_order_release);
+    t_current_call = previous;
+  }
+  InstanceCallScope(const InstanceCallScope&) = delete;
+  InstanceCallScope& operator=(const InstanceCallScope&) = delete;
+};
+
 // The lifecycle steps, as free functions over Impl so each reads as one phase.
 struct Lifecycle {
   Runtime::Impl& m;
@@ -150,6 +170,9 @@ struct Lifecycle {
     const HostServices* previous = t_current_call;
     t_current_call = slot.services.get();
     m.running_callback.store(static_cast<int>(callback), std::memory_order_relaxed);
+    // Per-step calls have their context's step, set by their phase.
+    if (callback != Callback::before_run && callback != Callback::after_run)
+      m.running_step.store(m.live_step.load(std::memory_order_relaxed), std::memory_order_relaxed);
     auto t0 = std::chrono::steady_clock::now();
     if (m.watchdog) {
       m.running_since_ns.store(t0.time_since_epoch().count(), std::memory_order_relaxed);
@@ -199,8 +222,9 @@ struct Lifecycle {
   struct PhaseCallScope {
     Runtime::Impl& m;
     const HostServices* previous = t_current_call;
-    PhaseCallScope(Runtime::Impl& runtime, Callback cb) : m(runtime) {
+    PhaseCallScope(Runtime::Impl& runtime, Callback cb, int64_t step) : m(runtime) {
       m.running_callback.store(static_cast<int>(cb), std::memory_order_relaxed);
+      m.running_step.store(step, std::memory_order_relaxed);
     }
     ~PhaseCallScope() { t_current_call = previous; }
     PhaseCallScope(const PhaseCallScope&) = delete;
@@ -396,7 +420,7 @@ struct Lifecycle {
       m.fail_job(std::string("the workload could not create its session: ") + e.what());
       return false;
     }
-    m.live_step = m.session.global_step();
+    m.read_workload_steps();
     return true;
   }
 
@@ -481,7 +505,7 @@ struct Lifecycle {
 
   template <bool kTimed>
   bool before_calls(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches) {
-    PhaseCallScope scope(m, Callback::before_run);
+    PhaseCallScope scope(m, Callback::before_run, ctx.global_step);
     StepTimer timer(kTimed);
     for (Slot* sp : m.step_slots) {
       Slot& slot = *sp;
@@ -524,6 +548,8 @@ struct Lifecycle {
   std::string device_refusal(Slot& slot, const std::string& name, const Tensor& value) {
     const hh_device device = value.device();
     if (device.type == HH_DEVICE_CPU) return {};
+    // Plugin code: it runs as this hook, not as the hook whose per-step call ran last.
+    t_current_call = slot.services.get();
     if (slot.dispatch->accepts_device(device)) return {};
     return "the fetched value '" + name + "' lives on " + device_name(device) +
            ", and this hook does not declare that it takes device values (extension " +
@@ -543,7 +569,9 @@ struct Lifecycle {
         return false;
       }
       if (refusal.empty()) refusal = device_refusal(slot, name, it->second);
-      views.push_back(it->second.view(name.c_str()));
+      // The map's key names the view: it lives until the step's values go, after every
+      // after_run (slot.fetches is cleared before the call).
+      views.push_back(it->second.view(it->first.c_str()));
     }
     return refusal.empty();
   }
@@ -558,7 +586,7 @@ struct Lifecycle {
 
   template <bool kTimed>
   void after_calls(const hh_run_context& ctx, const TensorMap& values) {
-    PhaseCallScope scope(m, Callback::after_run);
+    PhaseCallScope scope(m, Callback::after_run, ctx.global_step);
     StepTimer timer(kTimed);
     hh_run_context after_ctx = ctx;
     hh_run_values no_values{};
@@ -702,7 +730,11 @@ struct Lifecycle {
       if (slot.state == HookState::destroyed) continue;
       slot.services->ended = true;
       const SignalDispositions signals = SignalDispositions::snapshot();
-      std::string error = slot.dispatch->destroy();
+      std::string error;
+      {
+        InstanceCallScope scope(m, *slot.services, "destroy");
+        error = slot.dispatch->destroy();
+      }
       signals.restore_and_report(*m.log, slot.services->blame_name, during_call(m, "destroy"));
       slot.state = HookState::destroyed;
       if (!error.empty())
@@ -750,6 +782,8 @@ void add_slot(Runtime::Impl& m, std::unique_ptr<Slot> slot) {
 Runtime::Runtime(Session& session, RuntimeOptions options)
     : impl_(std::make_unique<Impl>(session, std::move(options))) {
   impl_->owner_runtime = this;
+  // Before any hook is created: create() of a resumed job sees the step it resumes at.
+  impl_->read_workload_steps();
   CrashBlame::watch(impl_.get());
 }
 
@@ -790,28 +824,33 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   hh_error err;
   hh_error_init(&err);
   hh_status status;
+  services->blame_name = where;  // for crash blame while create() runs
   {
-    const HostServices* previous = t_current_call;
-    t_current_call = services.get();
     const SignalDispositions signals = SignalDispositions::snapshot();
+    InstanceCallScope scope(m, *services, "create");
     try {
       status = entry.create(&services->c, &args, &hook, &err);
     } catch (...) {
       status = HH_ERROR;
-      std::strcpy(err.message, "an exception escaped the plugin's create()");
+      const std::string text = describe_current_exception("create()");
+      copy_cut(text, err.message, HH_ERROR_MESSAGE_SIZE);
     }
-    t_current_call = previous;
     signals.restore_and_report(*m.log, where, during_call(m, "create"));
   }
   const std::string message(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE));
   auto refuse = [&](const std::string& why) {
-    // A hook that exists but cannot be trusted is leaked with its services, so a thread it
-    // started never sees freed memory.
-    if (hook) services.release()->ended = true;
+    // A hook that exists but cannot be trusted is leaked. So are the services of any refused
+    // create(), which may have started a thread before it failed: orphaned, they refuse that
+    // thread's calls from then on, and it never reaches this runtime, which may be gone.
+    HostServices* orphan = services.release();
+    orphan->ended = true;
+    orphan->orphaned.store(true, std::memory_order_release);
     throw ConfigError(where + ": " + why);
   };
-  if (std::string why = create_refusal(status, message, hook != nullptr,
-                                       hook ? hook->struct_size : 0, hook && hook->destroy);
+  // destroy is read only once struct_size says the plugin's struct has it.
+  const uint32_t hook_size = hook ? hook->struct_size : 0;
+  const bool has_destroy = hook_size >= HH_HOOK_SIZE_1_0 && hook->destroy;
+  if (std::string why = create_refusal(status, message, hook != nullptr, hook_size, has_destroy);
       !why.empty())
     refuse(why);
   auto slot = std::make_unique<Slot>();
@@ -896,9 +935,14 @@ bool Runtime::start() {
   for (const auto& n : m.session.fetchable()) m.fetchable.insert(n);
   for (const auto& n : m.session.feedable()) m.feedable.insert(n);
   m.live_step = m.session.global_step();
+  try {
+    m.checkpoint_writer.start();
+  } catch (const std::exception& e) {
+    m.fail_job(std::string("could not start the checkpoint writer thread: ") + e.what());
+  }
 
   Lifecycle life{m};
-  life.begin_all();
+  if (!m.failed) life.begin_all();
   if (!m.failed && life.create_session()) life.after_create_session_all();
   m.step_boundary();
   return !m.failed;
@@ -1016,7 +1060,7 @@ std::string Runtime::running_call() const {
   if (!slot || callback < 0) return {};
   return "hook '" + slot->settings.instance_name + "' (plugin '" + slot->dispatch->plugin_id() +
          "') in " + name_of(static_cast<Callback>(callback)) + " at global step " +
-         std::to_string(impl_->live_step.load());
+         std::to_string(impl_->running_step.load());
 }
 
 bool Runtime::should_stop() const {
@@ -1038,6 +1082,11 @@ JobResult Runtime::close() {
   Lifecycle{m}.deliver_end();
   m.step_boundary();          // a final save asked for in end(), unless the job failed
   m.wait_for_checkpoints();   // every checkpoint is on disk when close() returns
+  {
+    std::lock_guard lock(m.checkpoint_mutex);
+    m.result.checkpoint_failures = m.checkpoint_failures;
+    m.result.checkpoint_error = m.checkpoint_error;
+  }
   if (m.failed && m.result.outcome != Outcome::failed) {
     // Another process's end() failed under on_error = fail: every process ends alike.
     m.result.outcome = Outcome::failed;

@@ -27,13 +27,15 @@ struct Slot;
 enum class HookState : uint8_t { created, begun, in_session, in_step, ended, destroyed };
 
 // The services one instance sees through hh_host (services/host_table.cpp). Lives as long as the
-// runtime, or forever for an instance whose destroy could not be trusted, so a plugin thread that
-// outlives its instance finds a refusing object, never freed memory.
+// runtime, or forever for an instance whose create() the host refused (orphaned): a thread that
+// create() started may go on calling, and every call is refused before it reaches `owner`, which
+// may be gone.
 struct HostServices {
   static constexpr uint64_t kMagic = 0x68682e686f737431ULL;  // "hh.host1"
   uint64_t magic = kMagic;
   hh_host c{};
-  Runtime::Impl* owner = nullptr;
+  Runtime::Impl* owner = nullptr;  // never read once `orphaned` is set
+  std::atomic<bool> orphaned{false};
   std::string instance_name;
   std::string plugin_id;
   uint32_t state_version = 1;
@@ -136,6 +138,12 @@ struct Runtime::Impl {
   int creation = 0;
   int64_t steps_run = 0;
   std::atomic<int64_t> live_step{0};
+  // session.last_step() (-1: unknown), copied on the training thread for hooks' other threads.
+  std::atomic<int64_t> workload_last_step{-1};
+  void read_workload_steps() {
+    live_step = session.global_step();
+    workload_last_step = session.last_step().value_or(-1);
+  }
   std::atomic<bool> stop_requested{false};
   mutable std::mutex stop_mutex;
   hh_stop_cause stop_cause = HH_STOP_CAUSE_NONE;
@@ -154,6 +162,8 @@ struct Runtime::Impl {
   // A distributed job's chief: the newest checkpoint as last told to the other processes, which
   // keep the chief's in newest_checkpoint (step_boundary.cpp).
   std::optional<WrittenCheckpoint> shared_checkpoint;
+  uint64_t checkpoint_failures = 0;  // under checkpoint_mutex, with the last one's error
+  std::string checkpoint_error;
   CheckpointWriter checkpoint_writer{[this](const CheckpointSave& save) { write_snapshot(save); }};
   // States restored from a checkpoint, given to each instance as it is created.
   std::map<std::string, SavedHookState> restored_states;
@@ -166,6 +176,13 @@ struct Runtime::Impl {
   // The hook call running now, for a second signal's last words (read from another thread).
   std::atomic<const Slot*> running_slot{nullptr};
   std::atomic<int> running_callback{-1};
+  // The global step the running call concerns, as its error line would say it: the context's
+  // step for before_run and after_run (after_run runs once the live step has moved on).
+  std::atomic<int64_t> running_step{0};
+  // An instance's create() or destroy() running now: there is no slot (yet, or any more) to name,
+  // so crash blame names these services and this call instead.
+  std::atomic<const HostServices*> instance_call{nullptr};
+  std::atomic<const char*> instance_call_name{nullptr};
   // When the running call started (steady clock) and which call it is, for the watchdog.
   std::atomic<int64_t> running_since_ns{0};
   std::atomic<int64_t> call_serial{0};
@@ -243,6 +260,8 @@ struct Runtime::Impl {
   // A distributed job's checkpoint: every process's hook states go to the chief, which writes.
   void write_agreed_checkpoint();
   void write_snapshot(const CheckpointSave& save);
+  // Logs a checkpoint that could not be written and counts it for the job's result. [thread-safe]
+  void checkpoint_failed(int64_t global_step, const std::string& reasons, const std::string& why);
   // Waits for the save in flight, then snapshots the workload and `hook_states()` at this boundary
   // for the writer.
   void submit_snapshot(std::string reasons,

@@ -120,7 +120,7 @@ bool refuse_plugin_signal_change(int signal, const void* caller, const char* fun
       const int callback = owner->running_callback.load();
       if (callback >= 0 && static_cast<size_t>(callback) < kCallbackNames.size())
         in = std::string(" in ") + kCallbackNames[static_cast<size_t>(callback)] +
-             " at global step " + std::to_string(owner->live_step.load());
+             " at global step " + std::to_string(owner->running_step.load());
     }
     call->logger->error("{}{} called {}{}", call->blame_name, in, what, advice);
   } else {

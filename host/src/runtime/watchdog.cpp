@@ -43,7 +43,7 @@ void CallWatchdog::watch() {
         "would kill it)",
         slot->settings.instance_name, slot->dispatch->plugin_id(), slot->dispatch->plugin_file(),
         callback >= 0 ? kCallbackNames[static_cast<size_t>(callback)] : "?",
-        runtime_.live_step.load(), duration_cast<milliseconds>(age).count(), limit.count());
+        runtime_.running_step.load(), duration_cast<milliseconds>(age).count(), limit.count());
     next_warning *= 2;
   }
 }

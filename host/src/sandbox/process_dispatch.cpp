@@ -372,8 +372,9 @@ class ProcessDispatchImpl final : public ProcessDispatch {
     switch (end) {
       case CallEnd::returned: break;
       case CallEnd::exception:
+        // The runner words it as the in-process tier does (runtime/exception_text.hpp).
         result.status = HH_ERROR;
-        result.message = "exception escaped the plugin: " + std::string(text);
+        result.message = std::string(text);
         return result;
       case CallEnd::unknown_exception:
         result.status = HH_ERROR;

@@ -46,6 +46,10 @@ bool has_ended(const HostServices& caller) {
   return caller.ended.load();
 }
 
+bool is_orphaned(const HostServices& caller) {
+  return caller.orphaned.load(std::memory_order_acquire);
+}
+
 void log_misuse(const HostServices& caller, const char* function, const std::string& what) {
   caller.misuse(function, what);
 }

@@ -57,6 +57,8 @@ namespace service_detail {
 
 HostServices* caller_of(const hh_host* host, const char* function);
 bool has_ended(const HostServices& caller);
+// The host refused this instance at create(): its runtime may be gone.
+bool is_orphaned(const HostServices& caller);
 void log_misuse(const HostServices& caller, const char* function, const std::string& what);
 void log_refusal(const HostServices& caller, const std::string& what);
 void log_failure(const HostServices& caller, const char* function, const std::string& what);
@@ -92,6 +94,14 @@ struct Entry<Function, Rule, Fallback, Method> {
     HostServices* caller = caller_of(host, function);
     if (!caller) {
       (report_if_error(args, std::string(function) + ": not a host pointer of this host"), ...);
+      return fallback_value<Fallback, R>();
+    }
+    if (is_orphaned(*caller)) [[unlikely]] {
+      // Nothing is logged: a polling thread would flood the log, and the refusal of its
+      // instance was reported when create() returned.
+      (report_if_error(args, std::string(function) +
+                                 ": refused, the host refused this instance at its create()"),
+       ...);
       return fallback_value<Fallback, R>();
     }
     try {

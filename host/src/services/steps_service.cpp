@@ -22,8 +22,9 @@ hh_status StepsService::publish_last_step(HostServices&, int64_t step) {
 
 int64_t StepsService::last_step(HostServices& caller) {
   const int64_t published = published_.load();
-  const std::optional<int64_t> own = caller.owner->session.last_step();
-  if (own && (published < 0 || *own < published)) return *own;
+  // The runtime's copy: Session is used on the training thread only, and this runs on any.
+  const int64_t own = caller.owner->workload_last_step.load();
+  if (own >= 0 && (published < 0 || own < published)) return own;
   return published;
 }
 

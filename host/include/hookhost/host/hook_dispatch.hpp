@@ -1,6 +1,9 @@
-// The one internal interface every hook call goes through. The in-process implementation calls the
-// plugin's C functions; another isolation tier (a child process) implements the same interface, so
-// ordering, policies and accounting live once, in the runtime.
+// The internal interface of one hook instance, whatever its isolation tier: the in-process
+// implementation calls the plugin's C functions, another tier (a child process) sends messages.
+// Every lifecycle call goes through it. The per-step calls of an in-process hook without a
+// call_timeout (when time_every_n_steps > 1) do not: the runtime calls its function pointers
+// directly (Slot::direct_step_calls), so a rule added here for before_run or after_run must be
+// added there too. Ordering, policies and accounting live once, in the runtime.
 #pragma once
 
 #include <array>

@@ -76,6 +76,10 @@ struct JobResult {
   std::string reason;
   int64_t global_step = 0;
   int64_t steps_run = 0;  // steps completed by this runtime
+  // Checkpoint writes that failed (each is logged), and the error of the last one: a job that
+  // completed with failed checkpoints cannot be resumed where its operator expects.
+  uint64_t checkpoint_failures = 0;
+  std::string checkpoint_error;
 };
 
 struct RunOutput {

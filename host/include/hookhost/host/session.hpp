@@ -30,6 +30,9 @@ struct StepResult {
   TensorMap values;     // exactly the fetched names when status is ok
 };
 
+// Every function is called on the thread that drives the runtime (the one calling Runtime's
+// start, run and close, or constructing it): a session needs no locking of its own. Hooks' other
+// threads see copies the runtime keeps.
 class Session {
  public:
   virtual ~Session() = default;
@@ -38,7 +41,8 @@ class Session {
   // Throws std::exception on failure, which fails the job.
   virtual void create(int creation) = 0;
 
-  // The live global step: steps completed so far.
+  // The live global step: steps completed so far. Also called before create(), when the runtime
+  // is constructed, so hooks' create() sees the step a resumed job starts at.
   virtual int64_t global_step() const = 0;
 
   // The tensors a hook may fetch and feed (names only; used to reject bad requests up front).
@@ -53,6 +57,8 @@ class Session {
   virtual void restore_state(std::string_view /*bytes*/) {}
 
   // The step at which the workload ends by itself, when known (lets a progress bar show a total).
+  // Read when the runtime is constructed and each time the session is created; hooks on any
+  // thread get that copy (hh.steps/1), so the value must not change between creations.
   virtual std::optional<int64_t> last_step() const { return std::nullopt; }
 
   // The runtime will not call run() for this step on this process (a hook failed before it). A

@@ -39,7 +39,8 @@ class Tensor {
   double as_double(std::size_t i = 0) const;  // numeric element as double
   const std::vector<std::string>& strings() const { return strings_; }
 
-  // A view valid while this tensor lives and is not modified. `name` must outlive the view.
+  // A view valid while this tensor lives and is not modified. The view keeps the `name` pointer,
+  // not a copy: the caller owns that string and keeps it alive as long as the view is used.
   hh_tensor view(const char* name) const;
 
  private:
