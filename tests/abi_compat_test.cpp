@@ -1,8 +1,11 @@
-// The compatibility guard: plugins built against the frozen ABI 1.0 headers (tests/abi/v1.0/) run
-// through full lifecycles in today's host, state saved and restored included.
+// The compatibility guard: plugins built against the frozen ABI 1.0 and 1.1 headers
+// (tests/abi/v1.0/, tests/abi/v1.1/) run through full lifecycles in today's host, state saved and
+// restored included. The 1.1 C plugin also fails its begin unless hh.job/1 and hh.dist/1 are
+// offered at their 1.1 sizes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "hookhost/host/discovery.hpp"
 #include "plugin_harness.hpp"
 #include "test_support.hpp"
 
@@ -42,7 +45,31 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
   EXPECT_EQ(lines_of(read_file(second)).front(), "begin restored=2");
 }
 
-INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi, ::testing::Values("frozen_v1_0_c", "frozen_v1_0_cxx"));
+INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi,
+                         ::testing::Values("frozen_v1_0_c", "frozen_v1_0_cxx", "frozen_v1_1_c",
+                                           "frozen_v1_1_cxx"));
+
+// A note written with HH_PLUGIN_NOTE beside a hand-built entry (no HH_PLUGIN_DEFINE) is discovered
+// with its metadata, and the plugin loads and runs.
+TEST(HandWrittenNote, IsDiscoveredAndThePluginRuns) {
+  TempDir dir;
+  copy_plugin(fixture_plugin("hand_note"), dir.path());
+  DiscoveryResult found = discover_plugins({dir.path()});
+  ASSERT_TRUE(found.rejected.empty()) << found.rejected.front().reason;
+  const DiscoveredPlugin* p = found.find("hand_note");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->metadata.version, "2.1.0");
+  EXPECT_EQ(p->metadata.description, "Note and entry written by hand");
+  EXPECT_EQ(p->metadata.abi_minor, uint32_t{HH_ABI_MINOR});
+  ASSERT_EQ(p->metadata.params.size(), 1u);
+  EXPECT_EQ(p->metadata.params[0].name, "threshold");
+  EXPECT_EQ(p->metadata.params[0].default_value, "0.5");
+
+  PluginHarness h({}, {"hand_note"});
+  h.session.end_at = 2;
+  h.add("by_hand", "hand_note", {{"threshold", "0.25"}});
+  EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+}
 
 }  // namespace
 }  // namespace hookhost::testing

@@ -1,5 +1,5 @@
-// ABI 1.0: the frozen layout of every struct on x86-64, and the validation of every tensor view a
-// plugin hands the host (each rejection names the field).
+// ABI 1.0 and 1.1: the frozen layout of every struct on x86-64, and the validation of every tensor
+// view a plugin hands the host (each rejection names the field).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -67,6 +67,15 @@ HH_PIN(hh_checkpoint_service, last_written, 16);
 static_assert(HH_STEPS_SERVICE_SIZE_1_0 == 24);
 static_assert(HH_SUMMARY_SERVICE_SIZE_1_0 == 32);
 static_assert(HH_DEVICE_VALUES_EXTENSION_SIZE_1_0 == 16);
+// ABI 1.1's services.
+static_assert(HH_JOB_SERVICE_SIZE_1_1 == 16);
+HH_PIN(hh_job_service, config_dir, 8);
+static_assert(HH_DIST_SERVICE_SIZE_1_1 == 56);
+HH_PIN(hh_dist_service, rank, 8);
+HH_PIN(hh_dist_service, world_size, 16);
+HH_PIN(hh_dist_service, is_chief, 24);
+HH_PIN(hh_dist_service, barrier, 48);
+static_assert(HH_DIST_SERVICE_SIZE_1_0 == HH_DIST_SERVICE_SIZE_1_1, "the deprecated alias");
 #endif
 
 // ---- Views ------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@
 #include <regex>
 #include <set>
 
+#include <hookhost/version.h>
+
 #include "services/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
@@ -79,7 +81,8 @@ TEST_F(CliTest, HelpAndVersion) {
                                   HasSubstr("Examples")));
   ProcessResult version = run({"--version"});
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_THAT(version.out, HasSubstr("plugin ABI 1.0"));
+  EXPECT_THAT(version.out, HasSubstr("plugin ABI " + std::to_string(HH_ABI_MAJOR) + "." +
+                                     std::to_string(HH_ABI_MINOR)));
   EXPECT_EQ(run({"frobnicate"}).exit_code, 2);
   EXPECT_EQ(run({"run", "--no-such-option"}).exit_code, 2);
 }

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <hookhost/hookhost.h>
+
 #include "hookhost/host/discovery.hpp"
 #include "plugin_harness.hpp"
 #include "process.hpp"
@@ -75,16 +77,41 @@ TEST(FutureMinor, ItsDefaultComesThroughTheParamStride) {
 
 TEST(FutureMinor, APluginThatNeedsANewerHostIsToldToUpgradeIt) {
   TempDir dir;
-  const fs::path file = copy_plugin(fixture_plugin("future_minor_needs_1_1"), dir.path());
+  const fs::path file = copy_plugin(fixture_plugin("future_minor_needs_newer"), dir.path());
   DiscoveryResult found = discover_plugins({dir.path()});
-  EXPECT_EQ(found.find("future_minor_needs_1_1"), nullptr);
+  EXPECT_EQ(found.find("future_minor_needs_newer"), nullptr);
   ASSERT_EQ(found.rejected.size(), 1u);
   EXPECT_EQ(found.rejected[0].file, file);
   EXPECT_THAT(found.rejected[0].reason,
               AllOf(HasSubstr("built for hookhost ABI 1." + std::to_string(HH_ABI_MINOR + 3) +
-                              " and needs at least 1.1"),
+                              " and needs at least 1." + std::to_string(HH_ABI_MINOR + 1)),
                     HasSubstr("this host supports 1." + std::to_string(HH_ABI_MINOR)),
                     HasSubstr("upgrade the host"), Not(HasSubstr("malformed"))));
+}
+
+// hh.dist/1 and hh.job/1 came after 1.0 was frozen: they are ABI 1.1, and this host is 1.1.
+static_assert(HH_ABI_MAJOR == 1 && HH_ABI_MINOR == 1, "the host's ABI is 1.1");
+static_assert(HH_DIST_SERVICE_SIZE_1_1 == HH_DIST_SERVICE_SIZE && HH_JOB_SERVICE_SIZE_1_1 == 16);
+
+// Every minor up to the host's own is accepted: a 1.0 plugin (declaring minor 0), a 1.1 plugin and
+// one of today's built-in plugins (minor 1, needing 1.1), each from its own note.
+TEST(FutureMinor, PluginsOfEveryMinorUpToTheHostsAreAccepted) {
+  TempDir dir;
+  for (const char* id : {"frozen_v1_0_c", "frozen_v1_1_c", "frozen_v1_1_cxx"})
+    copy_plugin(fixture_plugin(id), dir.path());
+  copy_plugin(builtin_plugin("step_counter"), dir.path());
+  DiscoveryResult found = discover_plugins({dir.path()});
+  ASSERT_TRUE(found.rejected.empty()) << found.rejected.front().reason;
+  const DiscoveredPlugin* v1_0 = found.find("frozen_v1_0_c");
+  ASSERT_NE(v1_0, nullptr);
+  EXPECT_EQ(v1_0->metadata.abi_minor, 0u);
+  EXPECT_EQ(v1_0->metadata.min_abi_minor, 0u);
+  for (const char* id : {"frozen_v1_1_c", "frozen_v1_1_cxx", "step_counter"}) {
+    const DiscoveredPlugin* p = found.find(id);
+    ASSERT_NE(p, nullptr) << id;
+    EXPECT_EQ(p->metadata.abi_minor, 1u) << id;
+    EXPECT_EQ(p->metadata.min_abi_minor, 1u) << id;
+  }
 }
 
 TEST(FutureMinor, TheProgramRunsItFromAConfigFile) {

@@ -209,6 +209,42 @@ TEST(EarlyStopping, UnreadableStateFailsTheHookInBegin) {
                                  HasSubstr("best='banana'")));
 }
 
+// A saved wait that is no count (a huge value, an exponent, a fraction, a sign, NaN) fails begin
+// with the key and the value named, instead of being cast to int64_t.
+TEST(EarlyStopping, ASavedWaitThatIsNoCountFailsBeginNamingIt) {
+  for (const std::string wait :
+       {"1e300", "9223372036854775808", "99999999999999999999999", "2.5", "-1", "nan", "inf", ""}) {
+    FlatValueJob job;
+    job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+    job.h.runtime().restore_hook_states({{"es", "best=0.5\nwait=" + wait + "\nstopped=0\n"}});
+    JobResult result = job.h.run();
+    EXPECT_EQ(result.outcome, Outcome::completed) << "wait=" << wait;
+    EXPECT_THAT(job.h.log(),
+                AllOf(HasSubstr("hook 'es'"), HasSubstr("failed in begin"),
+                      HasSubstr("unreadable wait='" + wait + "'"),
+                      HasSubstr("not a count from 0 to 9223372036854775807"), HasSubstr("--fresh")))
+        << "wait=" << wait;
+    EXPECT_THAT(job.h.log(), Not(HasSubstr("restored state"))) << "wait=" << wait;
+  }
+}
+
+TEST(EarlyStopping, TheLargestSavedWaitIsStillRead) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+  job.h.runtime().restore_hook_states({{"es", "best=0.5\nwait=9223372036854775807\nstopped=0\n"}});
+  EXPECT_EQ(job.h.run().outcome, Outcome::stopped);  // the first check does not wrap it
+  EXPECT_THAT(job.h.log(), AllOf(HasSubstr("restored state: best 0.5, wait 9223372036854775807"),
+                                 HasSubstr("did not improve for 9223372036854775807")));
+}
+
+TEST(EarlyStopping, ASavedBestThatIsNotFiniteFailsBegin) {
+  FlatValueJob job;
+  job.h.add("es", "early_stopping", {{"monitor", "learning_rate"}});
+  job.h.runtime().restore_hook_states({{"es", "best=nan\nwait=0\n"}});
+  job.h.run();
+  EXPECT_THAT(job.h.log(), AllOf(HasSubstr("failed in begin"), HasSubstr("best='nan'")));
+}
+
 // ---- validation ----------------------------------------------------------------------------
 
 TEST(EarlyStopping, ModeMustBeMinOrMax) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <hookhost/testing.hpp>
@@ -33,6 +34,8 @@ using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
 using Names = std::vector<std::string>;
 
 const char* const kPlugin = HOOKHOST_BUILTIN_DIR "/python_hook.so";
@@ -184,10 +187,88 @@ class Hook:
   const RunResult run = t.run();
   ASSERT_TRUE(run.failure) << run.log_text();
   EXPECT_EQ(run.failure->callback, Callback::after_run);
-  EXPECT_THAT(run.failure->message,
-              AllOf(HasSubstr("ValueError: bad value 7"), HasSubstr("Traceback"),
-                    HasSubstr("raises.py\", line 3, in check"), HasSubstr("in after_run")));
+  // One line for the host's error line and the summary; the traceback is in the log above it.
+  EXPECT_EQ(run.failure->message, "ValueError: bad value 7 (traceback above)");
+  const std::vector<std::string> errors = run.log_lines("error");
+  ASSERT_GE(errors.size(), 5u) << run.log_text();
+  EXPECT_THAT(errors, Contains(StartsWith("Traceback (most recent call last")));
+  EXPECT_THAT(errors, Contains(AllOf(StartsWith("  File \""),
+                                     HasSubstr("raises.py\", line 6, in after_run"))));
+  EXPECT_THAT(errors,
+              Contains(AllOf(StartsWith("  File \""), HasSubstr("raises.py\", line 3, in check"))));
+  EXPECT_THAT(errors, Contains("    raise ValueError(\"bad value %d\" % value)"));
+  for (const std::string& line : errors) EXPECT_EQ(line.find('\n'), std::string::npos) << line;
   EXPECT_TRUE(run.disabled);  // on_error = disable, as for a native hook
+}
+
+// The caret line under the failing expression keeps its column: it is a log line of its own.
+TEST_F(PythonHook, ATracebacksCaretLineStaysUnderItsExpression) {
+  HookTest t = hook("caret", R"(
+class Hook:
+    def after_run(self, run_context, run_values):
+        results = {}
+        w = results["weights"]
+)");
+  const RunResult run = t.run();
+  ASSERT_TRUE(run.failure) << run.log_text();
+  EXPECT_EQ(run.failure->message, "KeyError: 'weights' (traceback above)");
+  const std::vector<std::string> errors = run.log_lines("error");
+  const auto source = std::find(errors.begin(), errors.end(), "    w = results[\"weights\"]");
+  ASSERT_NE(source, errors.end()) << run.log_text();
+  // Python 3.11+ prints a caret line; older ones do not.
+  if (source + 1 != errors.end() && (source + 1)->find('^') != std::string::npos) {
+    EXPECT_EQ((source + 1)->find_first_not_of(' '), source->find('r'));
+  }
+}
+
+TEST_F(PythonHook, TensorFlowsGetGlobalStepSaysWhatToUseInstead) {
+  HookTest t = hook("tf_step", R"(
+import hookhost as tf
+class Hook(tf.train.SessionRunHook):
+    def begin(self):
+        self._global_step_tensor = tf.train.get_global_step()
+)");
+  const RunResult run = t.run();
+  ASSERT_TRUE(run.failure) << run.log_text();
+  EXPECT_EQ(run.failure->callback, Callback::begin);
+  EXPECT_THAT(run.failure->message,
+              AllOf(StartsWith("NotAvailableInHookhost: tf.train.get_global_step is not available "
+                               "in hookhost: use hookhost.global_step()"),
+                    Not(HasSubstr("SimpleNamespace"))));
+}
+
+TEST_F(PythonHook, ASessionsGraphSaysWhatToUseInsteadAndIsAnAttributeError) {
+  HookTest t = hook("tf_graph", R"(
+import hookhost
+class Hook(hookhost.SessionRunHook):
+    def before_run(self, run_context):
+        assert not hasattr(run_context.session, "graph")
+        try:
+            run_context.session.graph
+        except AttributeError as e:
+            assert isinstance(e, hookhost.NotAvailableInHookhost)
+        return hookhost.SessionRunArgs("loss")
+    def after_run(self, run_context, run_values):
+        print(run_context.session.graph.get_tensor_by_name("loss:0"))
+)");
+  const RunResult run = t.run();
+  ASSERT_TRUE(run.failure) << run.log_text();
+  EXPECT_EQ(run.failure->callback, Callback::after_run);  // before_run's checks held
+  EXPECT_THAT(run.failure->message,
+              StartsWith("NotAvailableInHookhost: session.graph is not available in hookhost: "
+                         "use hookhost.global_step()"));
+}
+
+TEST_F(PythonHook, AHookWithoutBeforeRunGetsNoBeforeRunCalls) {
+  HookTest t = hook("no_before", R"(
+class Hook:
+    def after_run(self, run_context, run_values): pass
+)");
+  t.steps(2);
+  const RunResult run = t.run();
+  EXPECT_EQ(run.trace(),
+            (Names{"begin", "after_create_session", "after_run@1", "after_run@2", "end"}))
+      << run.log_text();
 }
 
 TEST_F(PythonHook, SysExitAndKeyboardInterruptAreTheCallsErrors) {

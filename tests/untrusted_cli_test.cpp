@@ -6,7 +6,9 @@
 
 #include <elf.h>
 
+#include <hookhost/version.h>
 #include <cstddef>
+#include <string>
 
 #include "hookhost/host/config.hpp"
 #include "plugin_files.hpp"
@@ -55,9 +57,11 @@ TEST_F(UntrustedCli, DescribeNamesTheProcessWideCallsAPluginImports) {
   ProcessResult faulty = run_hookhost(
       {"plugins", "describe", "faulty", "--plugin-dir", plugins_.string()}, dir_.path());
   EXPECT_EQ(faulty.exit_code, 0) << faulty.err;
-  EXPECT_THAT(faulty.out,
-              HasSubstr("  ABI: 1.0\n  process-wide calls: _exit, exit, sigaction, signal (run it with "
-                        "isolation = process to contain them)\n\nParameters:\n"));
+  EXPECT_THAT(
+      faulty.out,
+      HasSubstr("  ABI: " + std::to_string(HH_ABI_MAJOR) + "." + std::to_string(HH_ABI_MINOR) +
+                "\n  process-wide calls: _exit, exit, sigaction, signal (run it with "
+                "isolation = process to contain them)\n\nParameters:\n"));
   ProcessResult clean = run_hookhost({"plugins", "describe", "stop_at_step"}, dir_.path());
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
   EXPECT_THAT(clean.out, HasSubstr("\n  process-wide calls: none\n"));

@@ -6,11 +6,13 @@
 // Its best value, wait and stop decision are saved hook state, so a resumed job goes on counting
 // where it left off, and a job it already stopped stops again at once.
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <hookhost/hook.hpp>
 #include <hookhost/sdk/text.hpp>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,12 +28,30 @@ std::string exact_number(double v) {
   return buf;
 }
 
+// What a hook that cannot read its saved state tells the operator to do.
+constexpr const char* kUnreadableStateAdvice =
+    " (the checkpoint was edited or written by another plugin; start without it: hookhost run "
+    "--fresh)";
+
 double parse_number(const std::string& key, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw hookhost::Error("saved state has an unreadable " + key + "='" + text + "'");
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw hookhost::Error("saved state has an unreadable " + key + "='" + text +
+                          "', not a finite number" + kUnreadableStateAdvice);
+  return v;
+}
+
+// A count saved as decimal digits: anything else (a sign, a fraction, an exponent, a value past
+// int64_t) is refused rather than converted, so no value can wrap the count.
+int64_t parse_count(const std::string& key, const std::string& text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0)
+    throw hookhost::Error(
+        "saved state has an unreadable " + key + "='" + text + "', not a count from 0 to " +
+        std::to_string(std::numeric_limits<int64_t>::max()) + kUnreadableStateAdvice);
   return v;
 }
 
@@ -69,8 +89,7 @@ class EarlyStopping : public hookhost::Hook {
     // Restored from a checkpoint when the job resumes; empty on a fresh start.
     const auto state = host().load_state_map();
     if (auto it = state.find("best"); it != state.end()) best_ = parse_number("best", it->second);
-    if (auto it = state.find("wait"); it != state.end())
-      wait_ = static_cast<int64_t>(parse_number("wait", it->second));
+    if (auto it = state.find("wait"); it != state.end()) wait_ = parse_count("wait", it->second);
     if (auto it = state.find("stopped"); it != state.end()) stopped_ = it->second == "1";
     if (auto it = state.find("reason"); it != state.end()) stop_reason_ = it->second;
     if (!state.empty())
@@ -97,7 +116,8 @@ class EarlyStopping : public hookhost::Hook {
       best_ = value;
       wait_ = 0;
     } else {
-      ++wait_;
+      // A restored count may be the largest one: it stays there instead of wrapping.
+      if (wait_ < std::numeric_limits<int64_t>::max()) ++wait_;
       if (!std::isfinite(value))
         host().warn("'" + monitor_ + "' is " + format_number(value) +
                     ": counted as no improvement");

@@ -419,7 +419,7 @@ class PythonHook : public hookhost::Hook {
       saves_state_ = std::get<2>(implements);
     } catch (py::error_already_set& e) {
       drain_logs_quietly();
-      const std::string message = config_message(e);
+      const std::string message = one_line(config_message(e));
       release();
       throw hookhost::Error(message);
     } catch (...) {
@@ -434,9 +434,13 @@ class PythonHook : public hookhost::Hook {
   }
 
   // Whether the runtime needs to call before_run / after_run at all: a hook without its own
-  // before_run costs the step nothing there; after_run also saves a hook's state_dict().
-  bool calls_before_run() const { return implements_before_run_; }
-  bool calls_after_run() const { return implements_after_run_ || saves_state_; }
+  // before_run costs the step nothing there; after_run also saves a hook's state_dict(). The
+  // callbacks answered false stay NULL in the C table, so the runtime never calls them.
+  bool implements(hookhost::Callback callback) const override {
+    if (callback == hookhost::Callback::before_run) return implements_before_run_;
+    if (callback == hookhost::Callback::after_run) return implements_after_run_ || saves_state_;
+    return true;
+  }
 
   void begin() override {
     Gil gil;
@@ -864,7 +868,25 @@ class PythonHook : public hookhost::Hook {
     if (stop)
       host().request_stop(class_name_ + "." + callback + " called request_stop() at global step " +
                           std::to_string(frame.step()));
-    if (!error.empty()) throw hookhost::Error(error);
+    if (!error.empty()) throw hookhost::Error(one_line(error));
+  }
+
+  // A Python error's first line, for the one-line message the host logs and shows in the summary.
+  // Its other lines (the traceback, a syntax error's source line and caret) go to this instance's
+  // log first, one line each, so they read as Python printed them and the caret stays aligned.
+  std::string one_line(const std::string& error) const {
+    const std::size_t newline = error.find('\n');
+    if (newline == std::string::npos) return error;
+    std::string_view rest(error);
+    rest.remove_prefix(newline + 1);
+    while (!rest.empty()) {
+      const std::size_t end = rest.find('\n');
+      host().error(rest.substr(0, end));
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+    const bool traceback = error.find("\nTraceback (") != std::string::npos;
+    return error.substr(0, newline) + (traceback ? " (traceback above)" : " (details above)");
   }
 
   void drain_logs() {
@@ -929,20 +951,6 @@ class PythonHook : public hookhost::Hook {
   std::vector<py::object> arrays_;  // the value of names_[i] handed out last
 };
 
-// create() through the SDK, then the per-step callbacks the hook does not need are left NULL, so
-// the runtime never calls them (the host copies the table when create() returns).
-hh_status create_python_hook(const hh_host* host, const hh_create_args* args, hh_hook** out,
-                             hh_error* err) {
-  const hh_status status = hookhost::detail::create<PythonHook>(host, args, out, err);
-  if (status == HH_OK && *out) {
-    const auto& made =
-        *static_cast<hookhost::detail::Instance<PythonHook>*>((*out)->hook_data)->impl;
-    if (!made.calls_before_run()) (*out)->before_run = nullptr;
-    if (!made.calls_after_run()) (*out)->after_run = nullptr;
-  }
-  return status;
-}
-
 }  // namespace
 
 #define PYTHON_HOOK_PARAMS(P)                                                                    \
@@ -955,6 +963,6 @@ hh_status create_python_hook(const hh_host* host, const hh_create_args* args, hh
   P(python_path, STRING_LIST, OPTIONAL, "",                                                      \
     "folders put first on sys.path (relative: to the configuration file's folder)")
 
-HH_PLUGIN_DEFINE("python_hook", "0.2.0",
-                 "Runs a TensorFlow-style Python SessionRunHook class in an embedded CPython",
-                 PYTHON_HOOK_PARAMS, create_python_hook)
+HOOKHOST_PLUGIN(PythonHook, "python_hook", "0.2.0",
+                "Runs a TensorFlow-style Python SessionRunHook class in an embedded CPython",
+                PYTHON_HOOK_PARAMS)

@@ -1,6 +1,7 @@
 // my_hook: watches one scalar tensor. Every `every_n_steps` steps it logs the value and the best
 // value so far; after the first step whose value falls below `stop_below` it asks the job to stop.
-// The best value is the hook's state: saved with every checkpoint, so a resumed job remembers it.
+// The best value is the hook's state: saved with every checkpoint, so a resumed job remembers it,
+// and read again after a session recovery, which puts every state back to its checkpoint.
 #include <cmath>
 #include <cstdio>
 #include <hookhost/hook.hpp>
@@ -22,8 +23,15 @@ class MyHook : public hookhost::Hook {
     // error thrown here is a configuration error: the job does not start.
     if (tensor_.empty()) throw hookhost::Error("'tensor' must name a tensor");
     if (every_n_steps_ < 1) throw hookhost::Error("'every_n_steps' must be at least 1");
-    // A resumed job hands back the state saved with its checkpoint before the hook is created.
-    if (const std::string saved = host().load_state(); !saved.empty()) best_ = std::stod(saved);
+  }
+
+  // The state pattern: read it in begin (a resumed job's state, from its checkpoint) and again
+  // in after_create_session after each recovery (creation > 1), when the host has put it back to
+  // the checkpoint the job recovers from. Reading it only once would keep what the failed steps
+  // left behind.
+  void begin() override { load_state(); }
+  void after_create_session(const hh_session_info& session) override {
+    if (session.creation > 1) load_state();
   }
 
   void before_run(const hh_run_context&, hookhost::RunRequest& request) override {
@@ -50,6 +58,11 @@ class MyHook : public hookhost::Hook {
   }
 
  private:
+  void load_state() {
+    const std::string saved = host().load_state();
+    best_ = saved.empty() ? INFINITY : std::stod(saved);
+  }
+
   std::string tensor_;
   int64_t every_n_steps_;
   double stop_below_;

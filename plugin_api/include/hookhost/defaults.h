@@ -13,7 +13,7 @@ HH_EXTERN_C_BEGIN
 /* Zeroes the hook, sets struct_size and hook_data. Callbacks left NULL are never called and cost
  * nothing per step. */
 static inline void hh_hook_init(hh_hook* hook, void* hook_data) {
-  memset(hook, 0, sizeof *hook);
+  __builtin_memset(hook, 0, sizeof *hook);
   hook->struct_size = HH_HOOK_SIZE;
   hook->hook_data = hook_data;
 }

@@ -119,7 +119,8 @@ static inline const hh_param_value* hh_create_param(const hh_create_args* args, 
 static inline const hh_param_value* hh_find_param(const hh_create_args* args, const char* name) {
   uint32_t i;
   for (i = 0; i < args->param_count; ++i)
-    if (strcmp(hh_create_param(args, i)->name, name) == 0) return hh_create_param(args, i);
+    if (__builtin_strcmp(hh_create_param(args, i)->name, name) == 0)
+      return hh_create_param(args, i);
   return NULL;
 }
 
@@ -149,7 +150,9 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *     param=<name>\t<TYPE>\t<FLAG>\t<default>\t<help>     (one line per parameter, in order)
  *   where TYPE is BOOL, INT, FLOAT, STRING or STRING_LIST and FLAG is OPTIONAL, REQUIRED or
  *   DEFAULT. Readers ignore lines with other keys and tab fields after the fifth: a later minor
- *   may add both. A host checks the version words before it reads the text. */
+ *   may add both. A host checks the version words before it reads the text.
+ * descsz counts the header words and the text with its NUL and the NULs padding it to a multiple
+ * of 4 bytes (HH_NOTE_PAD4_), so the descriptor needs no further padding. */
 #define HH_NOTE_OWNER "hookhost"
 #define HH_NOTE_TYPE_METADATA 0x48480001u
 #define HH_NOTE_FORMAT 2u
@@ -173,6 +176,13 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
                        HH_ABI_MINOR,                                                      \
                        HH_PLUGIN_MIN_ABI_MINOR,                                           \
                        TEXT};
+
+/* Writes the metadata note by hand, for a plugin that defines its hookhost_plugin_v1 entry without
+ * HH_PLUGIN_DEFINE (glue generated for another language, a table built by hand). TEXT is a string
+ * literal holding the note's lines as above, each ending in "\n"; the id, version and parameters
+ * must match the entry's, which the host checks when it loads the plugin. Use once per library,
+ * at file scope. */
+#define HH_PLUGIN_NOTE(TEXT) HH_NOTE_DEFINE_(TEXT)
 
 /* Expanders for a parameter list written as an X-macro:
  *   #define MY_PARAMS(P) \

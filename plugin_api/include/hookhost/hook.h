@@ -166,7 +166,7 @@ static inline const hh_tensor* hh_run_value(const hh_run_values* values, uint32_
 static inline const hh_tensor* hh_find_value(const hh_run_values* values, const char* name) {
   uint32_t i;
   for (i = 0; i < values->count; ++i)
-    if (strcmp(hh_run_value(values, i)->name, name) == 0) return hh_run_value(values, i);
+    if (__builtin_strcmp(hh_run_value(values, i)->name, name) == 0) return hh_run_value(values, i);
   return NULL;
 }
 
@@ -174,9 +174,9 @@ static inline const hh_tensor* hh_find_value(const hh_run_values* values, const 
  * the host passed to a lifecycle call, or one the plugin initialised with hh_error_init. */
 static inline hh_status hh_fail(hh_error* err, hh_status status, const char* message) {
   if (err && err->struct_size >= HH_ERROR_SIZE_1_0) {
-    size_t n = message ? strlen(message) : 0;
+    size_t n = message ? __builtin_strlen(message) : 0;
     if (n >= HH_ERROR_MESSAGE_SIZE) n = HH_ERROR_MESSAGE_SIZE - 1;
-    if (n) memcpy(err->message, message, n);
+    if (n) __builtin_memcpy(err->message, message, n);
     err->message[n] = '\0';
   }
   return status;

@@ -29,7 +29,9 @@
 #error "hookhost/hook.hpp (the hookhost C++ SDK) needs C++20: compile with -std=c++20 (CMake: set CMAKE_CXX_STANDARD to 20). A C plugin includes <hookhost/hookhost.h> instead, which needs only C99."
 #else
 
+#include <cxxabi.h>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -39,14 +41,18 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include "hookhost.h"
+#include "sdk/callback.hpp"
 
 namespace hookhost {
 
 // Thrown by a hook: the call fails with HH_ERROR and this message; the host applies on_error.
+// Any other exception fails the call too, its message led by its type ("std::out_of_range:
+// map::at"), since a library's what() alone rarely says where it came from.
 // Thrown from the constructor (create), any exception refuses the instance: a configuration
 // error, and the job does not start.
 class Error : public std::runtime_error {
@@ -245,8 +251,8 @@ class Host {
     return out;
   }
   // The stored state (restored from a checkpoint, or saved last) when it has this plugin's state
-  // version; empty when there is none (or it is empty). Available from the constructor on. A state of another version is logged and ignored: read it
-  // with load_state_any to convert it.
+  // version; empty when there is none (or it is empty). Available from the constructor on. A state
+  // of another version is logged and ignored: read it with load_state_any to convert it.
   std::string load_state() const {
     uint32_t version = 0;
     std::string bytes = load_state_any(&version);
@@ -409,6 +415,11 @@ class Hook {
   virtual void after_run(const hh_run_context& /*context*/, const RunValues& /*values*/) {}
   // Exactly once, last, also when the job failed: `info` says how it ended.
   virtual void end(const hh_end_info& /*info*/) {}
+  // Whether this hook wants `callback` called, for a callback its class overrides (one it does not
+  // override is never called). Asked once per callback, right after the constructor returns; the
+  // default is true. Override it when only the run decides (a bridge to a script, a hook whose
+  // parameters switch a callback off): false leaves the callback NULL, so it costs nothing.
+  virtual bool implements(Callback /*callback*/) const { return true; }
   // An optional interface this hook offers the host ("hh.<name>/N", see hookhost/ext/), or
   // nullptr. Asked once per id, right after construction; the table must stay valid until the
   // destructor returns (use static storage). Its functions get the C hh_hook, not this object.
@@ -431,6 +442,18 @@ inline hh_status fail(hh_error* err, hh_status status, const char* message) noex
   return hh_fail(err, status, message);
 }
 
+// "TYPE: what()" for an exception the hook did not throw on purpose (an Error's message stands
+// alone): the demangled dynamic type, as C++ spells it.
+inline std::string describe_exception(const std::exception& e) {
+  if (dynamic_cast<const Error*>(&e)) return e.what();
+  const char* mangled = typeid(e).name();
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string text = status == 0 && demangled ? demangled : mangled;
+  std::free(demangled);
+  return text + ": " + e.what();
+}
+
 // Runs `fn`, turning every exception into a status and a message.
 template <typename Fn>
 hh_status guarded(hh_error* err, Fn&& fn) noexcept {
@@ -440,9 +463,13 @@ hh_status guarded(hh_error* err, Fn&& fn) noexcept {
   } catch (const FatalError& e) {
     return fail(err, HH_ERROR_FATAL, e.what());
   } catch (const std::exception& e) {
-    return fail(err, HH_ERROR, e.what());
+    try {
+      return fail(err, HH_ERROR, describe_exception(e).c_str());
+    } catch (...) {  // no memory for the text: the message alone
+      return fail(err, HH_ERROR, e.what());
+    }
   } catch (...) {
-    return fail(err, HH_ERROR, "unknown exception");
+    return fail(err, HH_ERROR, "unknown exception (not derived from std::exception)");
   }
 }
 
@@ -496,12 +523,18 @@ hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
     instance->impl = std::make_unique<T>(ctx);
     hh_hook& c = instance->c;
     hh_hook_init(&c, instance.get());
-    if constexpr (HOOKHOST_OVERRIDES_(T, begin)) c.begin = &Instance<T>::begin;
+    const T& made = *instance->impl;
+    if constexpr (HOOKHOST_OVERRIDES_(T, begin))
+      if (made.implements(Callback::begin)) c.begin = &Instance<T>::begin;
     if constexpr (HOOKHOST_OVERRIDES_(T, after_create_session))
-      c.after_create_session = &Instance<T>::after_create_session;
-    if constexpr (HOOKHOST_OVERRIDES_(T, before_run)) c.before_run = &Instance<T>::before_run;
-    if constexpr (HOOKHOST_OVERRIDES_(T, after_run)) c.after_run = &Instance<T>::after_run;
-    if constexpr (HOOKHOST_OVERRIDES_(T, end)) c.end = &Instance<T>::end;
+      if (made.implements(Callback::after_create_session))
+        c.after_create_session = &Instance<T>::after_create_session;
+    if constexpr (HOOKHOST_OVERRIDES_(T, before_run))
+      if (made.implements(Callback::before_run)) c.before_run = &Instance<T>::before_run;
+    if constexpr (HOOKHOST_OVERRIDES_(T, after_run))
+      if (made.implements(Callback::after_run)) c.after_run = &Instance<T>::after_run;
+    if constexpr (HOOKHOST_OVERRIDES_(T, end))
+      if (made.implements(Callback::end)) c.end = &Instance<T>::end;
     if constexpr (HOOKHOST_OVERRIDES_(T, extension)) c.get_extension = &Instance<T>::get_extension;
     c.destroy = &Instance<T>::destroy;
     *out = &instance.release()->c;

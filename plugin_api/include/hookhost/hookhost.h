@@ -1,4 +1,5 @@
-/* hookhost plugin ABI 1.0: the umbrella header. Include this from C plugins. */
+/* hookhost plugin ABI 1.x (HH_ABI_MINOR in version.h says which minor): the umbrella header.
+ * Include this from C plugins. */
 #ifndef HOOKHOST_HOOKHOST_H
 #define HOOKHOST_HOOKHOST_H
 

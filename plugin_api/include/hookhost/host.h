@@ -101,7 +101,7 @@ typedef struct hh_host {
 
 /* Convenience: log a NUL-terminated message. */
 static inline void hh_log(const hh_host* host, int32_t level, const char* message) {
-  host->log(host, level, message, strlen(message));
+  host->log(host, level, message, __builtin_strlen(message));
 }
 
 HH_EXTERN_C_END

@@ -2,7 +2,9 @@
 #ifndef HOOKHOST_STATUS_H
 #define HOOKHOST_STATUS_H
 
-#include <string.h>
+#if __STDC_HOSTED__
+#include <string.h> /* not needed here; kept for plugins that relied on it through 1.0 */
+#endif
 
 #include "version.h"
 
@@ -36,8 +38,8 @@ typedef int32_t hh_status;
 /* Filled by whoever fails a call, owned by whoever makes it. For lifecycle calls the host owns it
  * and resets it before each call (struct_size set, code 0, message ""); for host services
  * (hh.summary/1) the plugin owns it and must initialise it with hh_error_init (the host writes
- * into it only when its struct_size covers `message`). The message is UTF-8 and NUL-terminated; a reader that finds no
- * NUL inside the buffer cuts the text at the buffer's end. */
+ * into it only when its struct_size covers `message`). The message is UTF-8 and NUL-terminated; a
+ * reader that finds no NUL inside the buffer cuts the text at the buffer's end. */
 typedef struct hh_error {
   uint32_t struct_size;
   int32_t code; /* optional detail code chosen by the failing side; 0 = none. The host prints a
@@ -50,7 +52,7 @@ typedef struct hh_error {
 
 /* Zeroes `err` and sets its struct_size. Use it on every hh_error a plugin hands to the host. */
 static inline void hh_error_init(hh_error* err) {
-  memset(err, 0, sizeof *err);
+  __builtin_memset(err, 0, sizeof *err);
   err->struct_size = HH_ERROR_SIZE;
 }
 

@@ -7,8 +7,9 @@
 #ifndef HOOKHOST_VALUE_H
 #define HOOKHOST_VALUE_H
 
-#include <math.h>
-#include <string.h>
+#if __STDC_HOSTED__
+#include <string.h> /* not needed here; kept for plugins that relied on it through 1.0 */
+#endif
 
 #include "version.h"
 
@@ -73,7 +74,7 @@ typedef struct hh_tensor {
 
 /* Zeroes a view, sets struct_size and a CPU device: a rank-0 view, ready for name, dtype, data. */
 static inline void hh_tensor_init(hh_tensor* t) {
-  memset(t, 0, sizeof *t);
+  __builtin_memset(t, 0, sizeof *t);
   t->struct_size = HH_TENSOR_SIZE;
   t->device.type = HH_DEVICE_CPU;
 }
@@ -159,7 +160,7 @@ static inline double hh_half_to_double_(uint16_t h) {
   if (exponent == 0)
     v = mantissa / 16777216.0; /* subnormal: m * 2^-24 */
   else if (exponent == 31)
-    v = mantissa == 0 ? (double)INFINITY : (double)NAN;
+    v = mantissa == 0 ? __builtin_inf() : __builtin_nan("");
   else {
     int e; /* scaled by hand: ldexp would tie every plugin to libm */
     v = 1.0 + mantissa / 1024.0;
@@ -178,22 +179,22 @@ static inline double hh_tensor_get_double(const hh_tensor* t, size_t i) {
   switch (t->dtype) {
     case HH_DTYPE_F32: {
       float v;
-      memcpy(&v, p, 4);
+      __builtin_memcpy(&v, p, 4);
       return (double)v;
     }
     case HH_DTYPE_F64: {
       double v;
-      memcpy(&v, p, 8);
+      __builtin_memcpy(&v, p, 8);
       return v;
     }
     case HH_DTYPE_I32: {
       int32_t v;
-      memcpy(&v, p, 4);
+      __builtin_memcpy(&v, p, 4);
       return (double)v;
     }
     case HH_DTYPE_I64: {
       int64_t v;
-      memcpy(&v, p, 8);
+      __builtin_memcpy(&v, p, 8);
       return (double)v;
     }
     case HH_DTYPE_U8:
@@ -201,21 +202,21 @@ static inline double hh_tensor_get_double(const hh_tensor* t, size_t i) {
     case HH_DTYPE_I8: return (double)*(const int8_t*)p;
     case HH_DTYPE_I16: {
       int16_t v;
-      memcpy(&v, p, 2);
+      __builtin_memcpy(&v, p, 2);
       return (double)v;
     }
     case HH_DTYPE_F16: {
       uint16_t v;
-      memcpy(&v, p, 2);
+      __builtin_memcpy(&v, p, 2);
       return hh_half_to_double_(v);
     }
     case HH_DTYPE_BF16: {
       uint16_t v;
       uint32_t bits;
       float f;
-      memcpy(&v, p, 2);
+      __builtin_memcpy(&v, p, 2);
       bits = (uint32_t)v << 16;
-      memcpy(&f, &bits, 4);
+      __builtin_memcpy(&f, &bits, 4);
       return (double)f;
     }
     default: return 0.0;

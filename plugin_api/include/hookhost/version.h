@@ -1,11 +1,17 @@
-/* hookhost plugin ABI: versioning. ABI 1.0 is frozen: docs/abi.md states the full contract.
+/* hookhost plugin ABI: versioning. ABI 1.1 is the current minor: 1.0 as frozen, plus the services
+ * hh.dist/1 (ext/dist.h) and hh.job/1 (ext/job.h). docs/abi.md states the full contract; each
+ * minor's headers are frozen byte for byte under tests/abi/v1.MINOR/.
+ *
+ * The headers need only the compiler's freestanding headers (stddef.h, stdint.h): string
+ * functions are the compiler's builtins, and nothing needs libm.
  *
  * Only what is declared under hookhost/ is public; anything else may change without notice.
  *
  * Rules for ABI major 1 (what a later minor may do, and what never changes):
  *  - Every struct that crosses the boundary starts with `uint32_t struct_size`, set by its producer
  *    to the struct's size macro (HH_TENSOR_SIZE, ...). Its ABI 1.0 size (HH_TENSOR_SIZE_1_0, ...)
- *    is its minimum forever: a reader accepts any struct_size at least that big, and reads a field
+ *    is its minimum forever (HH_<NAME>_SIZE_1_1 for a struct that 1.1 introduced): a reader
+ *    accepts any struct_size at least that big, and reads a field
  *    that a later minor appended only after HH_HAS_FIELD says the producer wrote it.
  *  - A later minor may append fields at the end of a struct, add values to a code list (statuses,
  *    dtypes, devices, ...), and add service or extension ids ("hh.<name>/N"). Nothing shipped in
@@ -23,7 +29,7 @@
 #include <stdint.h>
 
 #define HH_ABI_MAJOR 1
-#define HH_ABI_MINOR 0
+#define HH_ABI_MINOR 1
 
 /* The hookhost product version (host and SDK), independent of the ABI version. */
 #define HOOKHOST_VERSION_MAJOR 1

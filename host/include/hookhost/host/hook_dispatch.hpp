@@ -12,11 +12,10 @@
 #include <string>
 
 #include <hookhost/entry.h>
+#include <hookhost/sdk/callback.hpp>  // hookhost::Callback, shared with the SDK
 
 namespace hookhost {
 
-// The five lifecycle callbacks; an index, so per-call accounting needs no string lookup.
-enum class Callback : uint8_t { begin, after_create_session, before_run, after_run, end };
 inline constexpr std::array<const char*, 5> kCallbackNames = {"begin", "after_create_session",
                                                               "before_run", "after_run", "end"};
 inline const char* name_of(Callback cb) {

@@ -1,6 +1,6 @@
-/* hookhost service "hh.dist/1": collectives over the processes that run this hook instance, for
- * small numeric tensors such as a loss averaged over every worker before it is logged (as
- * Lightning's sync_dist or Horovod's metric averaging). Get it with
+/* hookhost service "hh.dist/1" (since ABI 1.1): collectives over the processes that run this hook
+ * instance, for small numeric tensors such as a loss averaged over every worker before it is
+ * logged (as Lightning's sync_dist or Horovod's metric averaging). Get it with
  * host->get_service(host, HH_SERVICE_DIST); NULL when the host has none.
  *
  * The group. The processes of the job that run this instance (its [hook.NAME] ranks), ranked in
@@ -72,7 +72,10 @@ typedef struct hh_dist_service {
 } hh_dist_service;
 
 #define HH_DIST_SERVICE_SIZE HH_STRUCT_SIZE(hh_dist_service, barrier)
-#define HH_DIST_SERVICE_SIZE_1_0 HH_STRUCT_SIZE(hh_dist_service, barrier)
+/* hh.dist/1 came with ABI 1.1: its size then is its minimum. */
+#define HH_DIST_SERVICE_SIZE_1_1 HH_STRUCT_SIZE(hh_dist_service, barrier)
+/* Deprecated: a misnomer (1.0 had no hh.dist/1), kept so that sources using it still compile. */
+#define HH_DIST_SERVICE_SIZE_1_0 HH_DIST_SERVICE_SIZE_1_1
 
 HH_EXTERN_C_END
 

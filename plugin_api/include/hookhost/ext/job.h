@@ -1,6 +1,7 @@
-/* hookhost service "hh.job/1": facts about the job that runs the hook. A plugin whose parameters
- * name files reads config_dir to take relative paths from the configuration file's folder, as
- * hookhost does for its own keys, so a job behaves the same from any working directory. */
+/* hookhost service "hh.job/1" (since ABI 1.1): facts about the job that runs the hook. A plugin
+ * whose parameters name files reads config_dir to take relative paths from the configuration
+ * file's folder, as hookhost does for its own keys, so a job behaves the same from any working
+ * directory. */
 #ifndef HOOKHOST_EXT_JOB_H
 #define HOOKHOST_EXT_JOB_H
 
@@ -21,6 +22,8 @@ typedef struct hh_job_service {
 } hh_job_service;
 
 #define HH_JOB_SERVICE_SIZE HH_STRUCT_SIZE(hh_job_service, config_dir)
+/* hh.job/1 came with ABI 1.1: its size then is its minimum. */
+#define HH_JOB_SERVICE_SIZE_1_1 HH_STRUCT_SIZE(hh_job_service, config_dir)
 
 HH_EXTERN_C_END
 

@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = [
     "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
-    "session_run_hook", "global_step", "run_dir", "train",
+    "session_run_hook", "global_step", "run_dir", "train", "NotAvailableInHookhost",
 ]
 
 
@@ -101,7 +101,24 @@ def session_run_hook(begin=None, after_create_session=None, before_run=None, aft
                               before_run=before_run, after_run=after_run, end=end))
 
 
-train = types.SimpleNamespace(
+class NotAvailableInHookhost(AttributeError):
+    """A TensorFlow name hookhost does not provide: there is no graph, so no global-step tensor
+    (tf.train.get_global_step()) and no session.graph or session.run(). An AttributeError, so
+    hasattr() and getattr(obj, name, default) still answer as for any missing attribute."""
+
+
+_USE_INSTEAD = "not available in hookhost: use hookhost.global_step()"
+
+
+class _Train(types.SimpleNamespace):
+    """hookhost.train: the tf.train names hookhost has; any other is NotAvailableInHookhost."""
+
+    def __getattr__(self, name):  # called only for a name not set below
+        raise NotAvailableInHookhost("tf.train.%s is %s (the live global step; hookhost has no "
+                                     "graph and no global-step tensor)" % (name, _USE_INSTEAD))
+
+
+train = _Train(
     SessionRunHook=SessionRunHook, SessionRunArgs=SessionRunArgs,
     SessionRunContext=SessionRunContext, SessionRunValues=SessionRunValues)
 
@@ -150,6 +167,12 @@ class _Session:
     def __repr__(self):
         return "hookhost session(creation=%r, global_step=%r, outcome=%r)" % (
             self.creation, self.global_step, self.outcome)
+
+    def __getattr__(self, name):  # called only for a name the session does not have
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotAvailableInHookhost("session.%s is %s (or session.global_step; a hookhost "
+                                     "session has no graph and no run())" % (name, _USE_INSTEAD))
 
 
 class _Coordinator:
