@@ -294,7 +294,8 @@ class Host {
 };
 
 // Validated parameters, copied out of the create arguments. Each get_* throws Error when `name`
-// is not declared with that type, or is an OPTIONAL parameter that is not set (check has()).
+// is not declared, is declared with another type, or is an OPTIONAL parameter that is not set
+// (check has()); the message names the parameter and the fix.
 class Params {
  public:
   Params() = default;
@@ -343,11 +344,40 @@ class Params {
     std::string s;
     std::vector<std::string> list;
   };
+  static const char* type_name(hh_param_type type) {
+    switch (type) {
+      case HH_PARAM_TYPE_BOOL: return "BOOL";
+      case HH_PARAM_TYPE_INT: return "INT";
+      case HH_PARAM_TYPE_FLOAT: return "FLOAT";
+      case HH_PARAM_TYPE_STRING: return "STRING";
+      case HH_PARAM_TYPE_STRING_LIST: return "STRING_LIST";
+      default: return "an unknown type";
+    }
+  }
+  static const char* getter_for(hh_param_type type) {
+    switch (type) {
+      case HH_PARAM_TYPE_BOOL: return "get_bool";
+      case HH_PARAM_TYPE_INT: return "get_int";
+      case HH_PARAM_TYPE_FLOAT: return "get_float";
+      case HH_PARAM_TYPE_STRING: return "get_string";
+      default: return "get_string_list";
+    }
+  }
+  // The messages are the plugin author's: they say which of the three mistakes it is and the fix.
   const Value& at(const std::string& name, hh_param_type type) const {
     auto it = values_.find(name);
-    if (it == values_.end() || it->second.type != type)
-      throw Error("parameter '" + name + "' is not declared with that type");
-    if (!it->second.is_set) throw Error("parameter '" + name + "' is not set");
+    if (it == values_.end())
+      throw Error("the plugin reads parameter '" + name +
+                  "', which is not in the plugin's parameter list: declare it there (e.g. P(" +
+                  name + ", " + type_name(type) + ", DEFAULT, \"...\", \"...\"))");
+    if (it->second.type != type)
+      throw Error("the plugin reads parameter '" + name + "' as " + type_name(type) +
+                  ", but the plugin's parameter list declares it " + type_name(it->second.type) +
+                  ": read it with " + getter_for(it->second.type) +
+                  "(), or change its type in the plugin's parameter list");
+    if (!it->second.is_set)
+      throw Error("parameter '" + name +
+                  "' is OPTIONAL and not set in the configuration: check has() before reading it");
     return it->second;
   }
   std::map<std::string, Value> values_;

@@ -29,10 +29,13 @@ typedef struct hh_checkpoint_service {
    * HH_ERROR after end() returned. [thread-safe] */
   hh_status (*request)(const hh_host* host, const char* reason);
 
-  /* The newest checkpoint this job wrote: copies its path into `out_path` (NUL-terminated, cut to
-   * `capacity`; may be NULL) and its global step into *step (may be NULL), and returns 1; returns
-   * 0 when the job has written none yet. A checkpoint that could not be written is logged by the
-   * host and does not change what this returns. [thread-safe] */
+  /* The newest checkpoint this job wrote, complete on disk: copies its path into `out_path`
+   * (NUL-terminated, cut to `capacity`; may be NULL) and its global step into *step (may be NULL),
+   * and returns 1; returns 0 when the job has written none yet. It never waits: a checkpoint still
+   * being written in the background is not named until its write has completed. A checkpoint
+   * that could not be written is logged by the host and does not change what this returns. In a
+   * distributed job every process names the chief's checkpoint, learnt at the first step boundary
+   * after the chief completed it. [thread-safe] */
   int32_t (*last_written)(const hh_host* host, char* out_path, size_t capacity, int64_t* step);
 } hh_checkpoint_service;
 
