@@ -2,9 +2,12 @@
 // trailer, the index file, retention, atomic writes and how restore skips corrupt files; and how
 // the runtime writes them in the background: one save in flight, a new one waiting for it, the
 // snapshot taken at the request, close() waiting for the disk.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <spdlog/details/null_mutex.h>
 #include <spdlog/sinks/base_sink.h>
 #include <sys/stat.h>
@@ -14,8 +17,10 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <semaphore>
 #include <set>
@@ -30,6 +35,27 @@
 #include "plugin_harness.hpp"
 #include "test_support.hpp"
 
+// Every fsync of this test program is recorded (by the path of its descriptor) while `recording`
+// holds: the checkpoint code is linked in statically, so this definition is the one it calls.
+namespace fsync_record {
+std::atomic<bool> recording{false};
+std::mutex mutex;
+std::vector<std::string> paths;
+}  // namespace fsync_record
+
+extern "C" int fsync(int fd) {
+  using Fsync = int (*)(int);
+  static const Fsync real = reinterpret_cast<Fsync>(::dlsym(RTLD_NEXT, "fsync"));
+  if (fsync_record::recording) {
+    char target[4096];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof target);
+    std::lock_guard lock(fsync_record::mutex);
+    fsync_record::paths.emplace_back(target, n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  return real(fd);
+}
+
 namespace hookhost::testing {
 namespace {
 
@@ -37,7 +63,9 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
+using ::testing::StartsWith;
 
 // Little-endian fields written byte by byte, independent of the host's own encoder.
 void put_le(std::string& out, uint64_t value, int bytes) {
@@ -757,6 +785,104 @@ TEST(CheckpointWriting, CloseAndTheDestructorReturnOnlyOnceTheSaveInFlightIsDone
     ASSERT_NE(job_line, std::string::npos) << log;
     EXPECT_LT(save_done, job_line);
   }
+}
+
+// The fsyncs of one write_checkpoint, in order, as the paths of the descriptors.
+std::vector<std::string> fsyncs_of_a_save(const fs::path& dir, int64_t step) {
+  {
+    std::lock_guard lock(fsync_record::mutex);
+    fsync_record::paths.clear();
+  }
+  fsync_record::recording = true;
+  write_checkpoint(dir, "model.ckpt", sample(step), 0);
+  fsync_record::recording = false;
+  std::lock_guard lock(fsync_record::mutex);
+  return fsync_record::paths;
+}
+
+TEST(CheckpointDurability, EachFileThenItsFolderIsFsyncedAndANewFoldersParentToo) {
+  TempDir root;
+  const fs::path parent = fs::canonical(root.path());
+  const fs::path dir = parent / "ckpts";  // created by the first save
+  const std::string pid = std::to_string(::getpid());
+  EXPECT_THAT(fsyncs_of_a_save(dir, 3),
+              ElementsAre(parent.string(), (dir / (".model.ckpt-3.tmp-" + pid)).string(),
+                          dir.string(), (dir / (".checkpoint.tmp-" + pid)).string(), dir.string()));
+  // The folder exists now: its parent is not fsynced again.
+  EXPECT_THAT(fsyncs_of_a_save(dir, 4),
+              ElementsAre((dir / (".model.ckpt-4.tmp-" + pid)).string(), dir.string(),
+                          (dir / (".checkpoint.tmp-" + pid)).string(), dir.string()));
+}
+
+// Files are created with mode 0644, so the process's umask takes its bits away.
+TEST(CheckpointDurability, FilesAreCreatedWithMode0644LessTheUmask) {
+  for (const mode_t mask : {mode_t{022}, mode_t{027}}) {
+    TempDir dir;
+    const mode_t previous = ::umask(mask);
+    const fs::path file = write_checkpoint(dir.path(), "model.ckpt", sample(5), 0);
+    ::umask(previous);
+    for (const fs::path& written : {file, dir.path() / "checkpoint"}) {
+      struct stat st {};
+      ASSERT_EQ(::stat(written.c_str(), &st), 0) << written;
+      EXPECT_EQ(st.st_mode & 07777, 0644 & ~mask) << written << " with umask 0" << std::oct << mask;
+    }
+  }
+}
+
+// What the writer thread is, read from inside it while it writes a save.
+TEST(CheckpointWriter, TheWriterThreadRunsAsSchedBatchWithAsynchronousSignalsBlocked) {
+  int policy = -1;
+  sigset_t writer_mask;
+  sigemptyset(&writer_mask);
+  sigset_t caller_before, caller_after;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &caller_before);
+  {
+    CheckpointWriter writer([&](const CheckpointSave&) {
+      policy = ::sched_getscheduler(0);
+      ::pthread_sigmask(SIG_BLOCK, nullptr, &writer_mask);
+    });
+    writer.submit({at_step(1), "probe"});
+    writer.wait_idle();
+  }
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &caller_after);
+  EXPECT_EQ(policy, SCHED_BATCH);
+  for (int async : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE, SIGALRM})
+    EXPECT_EQ(sigismember(&writer_mask, async), 1) << "signal " << async << " is not blocked";
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+    EXPECT_EQ(sigismember(&writer_mask, fault), 0) << "fault signal " << fault << " is blocked";
+  // Starting the thread leaves the caller's own mask as it was.
+  for (int sig = 1; sig < SIGRTMIN; ++sig)
+    EXPECT_EQ(sigismember(&caller_after, sig), sigismember(&caller_before, sig)) << sig;
+}
+
+// A restored state goes back only to an instance of the same name whose plugin has the id that
+// saved it; a state another plugin saved is dropped with a warning naming both ids. A state without
+// a plugin id (checkpoint format 1) goes to whichever plugin the instance now uses.
+TEST(RestoredStates, AStateSavedByAnotherPluginIsDroppedWithAWarningNamingBoth) {
+  PluginHarness h({}, {"scripted"});
+  h.session.end_at = 1;
+  const fs::path trace = h.root() / "trace.txt";
+  for (const char* name : {"swapped", "same", "untagged"})
+    h.add(name, "scripted", {{"trace", trace.string()}});
+  h.runtime().restore_hook_states(std::map<std::string, SavedHookState>{
+      {"swapped", SavedHookState{"other_plugin", 1, "after_runs=5"}},
+      {"same", SavedHookState{"scripted", 1, "after_runs=4"}},
+      {"untagged", SavedHookState{"", 1, "after_runs=3"}}});
+  h.run();
+  std::map<std::string, std::string> begin_lines;
+  for (const std::string& line : lines_of(read_file(trace))) {
+    const std::size_t space = line.find(' ');
+    if (line.compare(space + 1, 6, "begin ") == 0)
+      begin_lines[line.substr(0, space)] = line.substr(space + 1);
+  }
+  EXPECT_THAT(begin_lines["swapped"], StartsWith("begin state=- "));
+  EXPECT_THAT(begin_lines["same"], StartsWith("begin state=after_runs=4 "));
+  EXPECT_THAT(begin_lines["untagged"], StartsWith("begin state=after_runs=3 "));
+  EXPECT_THAT(h.log(), HasSubstr("[warning] the checkpoint holds state for hook 'swapped' saved by "
+                                 "plugin 'other_plugin', but 'swapped' now uses plugin 'scripted': "
+                                 "it starts without state"));
+  EXPECT_THAT(h.log(), Not(HasSubstr("hook 'same' saved by")));
+  EXPECT_THAT(h.log(), Not(HasSubstr("hook 'untagged' saved by")));
 }
 
 }  // namespace

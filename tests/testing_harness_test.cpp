@@ -496,6 +496,15 @@ TEST(HookTestConfiguration, HookKeysATestOfOneHookCannotApplyAreRefused) {
   HookTest t(builtin("stop_at_step"));
   EXPECT_THROW(t.set("order", "1"), std::invalid_argument);
   EXPECT_THROW(t.log_level("loud"), std::invalid_argument);
+  // A test runs one process: a rank selection would be silently ignored, so it is refused alike.
+  try {
+    t.set("ranks", "1");
+    ADD_FAILURE() << "set(\"ranks\", ...) was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "HookTest::set(\"ranks\", ...): 'ranks' is a [hook] key a test of one hook does "
+                 "not apply");
+  }
   EXPECT_THROW(HookTest(fixture("no_note")), hookhost::LoadError);
 }
 

@@ -1,6 +1,7 @@
 // time_limit: the operator's way to end a job gracefully. Stops cleanly once the job has used
 // max_secs of wall-clock time (counted across resumes: the time used is kept in the hook's saved
-// state, which checkpoints carry) or once stop_file exists. Both are checked after every step.
+// state, which checkpoints carry, so a killed job loses the time run since its last checkpoint) or
+// once stop_file exists. Both are checked after every step.
 #include <chrono>
 #include <cmath>
 #include <cstdint>

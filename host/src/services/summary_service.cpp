@@ -1,6 +1,7 @@
 // hh.summary/1: scalars and session logs into TensorBoard event files, one writer per folder,
-// owned by the job. After end() every call is refused: event files are flushed once every end()
-// has returned, so a later write would be lost.
+// owned by the job. Every call keeps working after end() until destroy returns (a plugin's thread
+// may flush late): the writers outlive every hook, and what they still hold is written when the
+// job's runtime is destroyed.
 #include <hookhost/ext/summary.h>
 
 #include <cmath>
@@ -81,9 +82,9 @@ namespace {
 using A = AfterEnd;
 const hh_summary_service kSummary = {
     HH_SUMMARY_SERVICE_SIZE,
-    entry<"hh.summary/1 add_scalar", A::refused, HH_ERROR, &SummaryService::add_scalar>,
-    entry<"hh.summary/1 add_session_log", A::refused, HH_ERROR, &SummaryService::add_session_log>,
-    entry<"hh.summary/1 flush", A::refused, HH_ERROR, &SummaryService::flush>};
+    entry<"hh.summary/1 add_scalar", A::allowed, HH_ERROR, &SummaryService::add_scalar>,
+    entry<"hh.summary/1 add_session_log", A::allowed, HH_ERROR, &SummaryService::add_session_log>,
+    entry<"hh.summary/1 flush", A::allowed, HH_ERROR, &SummaryService::flush>};
 }  // namespace
 
 const void* SummaryService::table() const {

@@ -37,10 +37,11 @@ namespace {
 constexpr const char* kCheckpointFolder = "checkpoints";
 constexpr const char* kCheckpointBasename = "model.ckpt";  // the program's
 
-// The hook keys of a [hook.NAME] section this harness cannot apply to its one hook.
+// The hook keys of a [hook.NAME] section this harness cannot apply to its one hook (`ranks`: a
+// test runs one process, so there is no rank to choose).
 const std::set<std::string>& unapplied_hook_keys() {
-  static const std::set<std::string> keys{"plugin", "enabled", "order", "isolation_group",
-                                          "sha256"};
+  static const std::set<std::string> keys{"plugin",          "enabled", "order",
+                                          "isolation_group", "sha256",  "ranks"};
   return keys;
 }
 
