@@ -125,12 +125,12 @@ TEST_F(CliRunModes, TheHeadlineNamesADisabledHookAndStrictMakesItStatus1) {
   ProcessResult plain = run(file);
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_THAT(plain.out, HasSubstr("hookhost: job completed; 1 hook disabled: 'flaky' (before_run "
-                                   "failed: scripted failure in before_run) ("));
+                                   "failed: std::runtime_error: scripted failure in before_run) ("));
   fs::remove_all(dir_ / "run");
   ProcessResult strict = run(file, {"--strict"});
   EXPECT_EQ(strict.exit_code, 1) << strict.err;
   EXPECT_THAT(strict.err, HasSubstr("hookhost: --strict: exit status 1 because 1 hook disabled: "
-                                    "'flaky' (before_run failed: scripted failure in before_run)"));
+                                    "'flaky' (before_run failed: std::runtime_error: scripted failure in before_run)"));
 }
 
 TEST_F(CliRunModes, StrictCountsAnErrorUnderContinueAndALostRunnerButNotACleanJob) {
