@@ -181,13 +181,6 @@ TEST(Loader, RefusesVanishedFile) {
   EXPECT_THAT(error, HasSubstr("run plugin discovery again"));
 }
 
-// The descriptors this process has open now.
-size_t open_descriptors() {
-  size_t n = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
-
 // Every refusal closes the private copy it made: a job that retries never runs out of descriptors.
 TEST(Loader, RefusalsLeaveNoDescriptorOpen) {
   TempDir dir;

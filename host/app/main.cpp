@@ -26,6 +26,7 @@
 #include "job/signal_bridge.hpp"
 #include "new_command.hpp"
 #include "runtime/crash_blame.hpp"
+#include "support/text.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -323,8 +324,9 @@ int cmd_run(const std::vector<std::string>& args) {
     const fs::path run_dir = job->run_dir();
     job.reset();  // destroys every hook, and their runners, before the verdict
     logger->flush();
-    std::string names;
-    for (const auto& name : hooks) names += (names.empty() ? "" : ", ") + display_text(name);
+    std::vector<std::string> shown;
+    for (const auto& name : hooks) shown.push_back(display_text(name));
+    const std::string names = join(shown, ", ");
     std::cout << "hookhost: configuration OK: " << hooks.size()
               << (hooks.size() == 1 ? " hook" : " hooks")
               << (names.empty() ? "" : " (" + names + ")")
@@ -478,8 +480,8 @@ int cmd_plugins(const std::vector<std::string>& args) {
     } else if (p->process_wide_calls->empty()) {
       calls = "none";
     } else {
-      for (const auto& call : *p->process_wide_calls) calls += (calls.empty() ? "" : ", ") + call;
-      calls += " (run it with isolation = process to contain them)";
+      calls =
+          join(*p->process_wide_calls, ", ") + " (run it with isolation = process to contain them)";
     }
     std::printf("%s %s - %s\n  file: %s\n  ABI: %u.%u\n  process-wide calls: %s\n\nParameters:\n",
                 display_text(m.id).c_str(), display_text(m.version).c_str(),

@@ -96,4 +96,12 @@ inline long count_occurrences(const std::string& text, const std::string& what) 
   return n;
 }
 
+// How many descriptors this process has open now: equal counts before and after a call show it
+// closed everything it opened.
+inline size_t open_descriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
 }  // namespace hookhost::testing

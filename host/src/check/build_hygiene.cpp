@@ -14,6 +14,7 @@
 #include "job/display_text.hpp"
 #include "plugins/libelf_support.hpp"
 #include "plugins/trust.hpp"
+#include "support/text.hpp"
 
 namespace hookhost::check {
 
@@ -37,11 +38,12 @@ Finding warning(std::string kind, std::string message) {
 }
 
 std::string comma_list(const std::vector<std::string>& items, size_t max_items) {
-  std::string out;
+  std::vector<std::string> shown;
   for (size_t i = 0; i < items.size() && i < max_items; ++i)
-    out += (i ? ", " : "") + display_text(items[i], 128);
-  if (items.size() > max_items) out += ", ... (" + std::to_string(items.size()) + " in all)";
-  return out;
+    shown.push_back(display_text(items[i], 128));
+  if (items.size() > max_items)
+    shown.push_back("... (" + std::to_string(items.size()) + " in all)");
+  return join(shown, ", ");
 }
 
 // The defined global symbols of the .dynsym section besides the entry, or why they cannot be

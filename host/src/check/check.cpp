@@ -18,6 +18,7 @@
 #include "check/verdicts.hpp"
 #include "hookhost/host/params.hpp"
 #include "job/display_text.hpp"
+#include "support/text.hpp"
 
 namespace hookhost::check {
 
@@ -87,9 +88,8 @@ std::vector<std::string> check_settings(
     char* end = nullptr;
     const double number = std::strtod(value.c_str(), &end);
     if (end == value.c_str() + value.size() && !value.empty() && !std::isfinite(number))
-      throw ConfigError(setting_of(key) + "hook '" + instance + "' (plugin '" + plugin.id +
-                            "'): parameter '" + key +
-                            "' must be a finite number (not NaN or infinite), got '" +
+      throw ConfigError(setting_of(key) + describe_hook(instance, plugin.id) + ": parameter '" +
+                            key + "' must be a finite number (not NaN or infinite), got '" +
                             display_text(value) + "'",
                         key);
   }

@@ -36,9 +36,9 @@ using Clock = std::chrono::steady_clock;
     default_action.sa_handler = SIG_DFL;
     ::sigaction(signal, &default_action, nullptr);
   }
-  if (const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) {
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
+  if (const UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC)); null) {
+    ::dup2(null.get(), STDOUT_FILENO);
+    ::dup2(null.get(), STDERR_FILENO);
   }
   spdlog::default_logger()->set_level(spdlog::level::off);
   std::string answer;
@@ -97,12 +97,10 @@ std::optional<int> reap(pid_t pid, std::chrono::milliseconds grace) {
 }  // namespace
 
 LoadProbeResult probe_load(const DiscoveredPlugin& plugin, std::chrono::milliseconds timeout) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
+  auto [read_end, write_end] = open_pipe();
+  if (!read_end)
     throw std::runtime_error(std::string("cannot load the plugin in a child: pipe: ") +
                              std::strerror(errno));
-  UniqueFd read_end(fds[0]);
-  UniqueFd write_end(fds[1]);
   const pid_t pid = ::fork();
   if (pid < 0)
     throw std::runtime_error(std::string("cannot load the plugin in a child: fork: ") +

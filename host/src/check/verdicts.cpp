@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "job/display_text.hpp"
+#include "support/text.hpp"
 
 namespace hookhost::check {
 
@@ -197,9 +198,9 @@ void judge_log(const CheckTarget& target, const RunSpec& spec, const RunOutcome&
 CreateFailure classify_create_failure(const CheckTarget& target, const std::string& error) {
   CreateFailure out;
   out.callback = "create";
-  const std::string prefix = "hook '" + target.instance + "' (plugin '" +
-                             target.plugin->metadata().id + "', " + target.plugin->file().string() +
-                             "): ";
+  const std::string prefix =
+      describe_hook(target.instance, target.plugin->metadata().id, target.plugin->file().string()) +
+      ": ";
   out.message = error.starts_with(prefix) ? error.substr(prefix.size()) : error;
   const std::string& m = out.message;
   if (m.starts_with("the hook's runner process")) {

@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "job/display_text.hpp"
+#include "support/text.hpp"
+#include "support/unique_fd.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -49,10 +51,11 @@ struct Entry {
   ConfigSource section_source;  // the [section] header, or the --set that made the section
 };
 
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return "";
-  return std::string(s.substr(b, s.find_last_not_of(" \t") - b + 1));
+// The INI rule: spaces and tabs are the only blanks (other control characters are refused).
+constexpr std::string_view kIniBlanks = " \t";
+
+std::string trim_blanks(std::string_view s) {
+  return std::string(trim(s, kIniBlanks));
 }
 
 bool is_name_char(unsigned char c) {
@@ -87,23 +90,14 @@ bool repeatable(const std::string& section, const std::string& key) {
   return section == "run" && key == "plugin_dir";
 }
 
-// A file descriptor closed on every path out.
-struct FileDescriptor {
-  int fd = -1;
-  ~FileDescriptor() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // Reads the whole config file, refusing anything but a regular file of at most kMaxConfigBytes
 // (a FIFO or /dev/zero would block or never end).
 std::string read_config_text(const fs::path& file) {
   const std::string name = display_text(file.string());
-  FileDescriptor f{::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
-  if (f.fd < 0)
-    throw ConfigError(name + ": cannot open the config file (" + std::strerror(errno) + ")");
+  const UniqueFd f(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!f) throw ConfigError(name + ": cannot open the config file (" + std::strerror(errno) + ")");
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0)
+  if (::fstat(f.get(), &st) != 0)
     throw ConfigError(name + ": cannot read the config file (" + std::strerror(errno) + ")");
   if (S_ISDIR(st.st_mode)) throw ConfigError(name + ": is a folder; --config takes an INI file");
   if (!S_ISREG(st.st_mode))
@@ -118,7 +112,7 @@ std::string read_config_text(const fs::path& file) {
   std::string text;
   char buffer[16384];
   for (;;) {
-    const ssize_t n = ::read(f.fd, buffer, sizeof buffer);
+    const ssize_t n = ::read(f.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
       throw ConfigError(name + ": cannot read the config file (" + std::strerror(errno) + ")");
@@ -130,7 +124,7 @@ std::string read_config_text(const fs::path& file) {
 }
 
 bool is_blank(char c) {
-  return c == ' ' || c == '\t';
+  return kIniBlanks.find(c) != std::string_view::npos;
 }
 
 // What to write instead of an ambiguous ';' or '#' (shown with the value it was found in).
@@ -145,11 +139,11 @@ std::string comment_rule(const std::string& raw) {
 // 'distributed = mpi   ; or none' read as meant); one with no space before it ('a;b') is refused,
 // since readers disagree on whether it starts a comment. Quoting keeps both characters.
 std::string parse_value(std::string_view after_eq, const std::string& at) {
-  const std::string raw = trim(after_eq);
+  const std::string raw = trim_blanks(after_eq);
   if (raw.empty() || raw.front() != '"') {
     for (std::size_t i = 0; i < after_eq.size(); ++i) {
       if (after_eq[i] != ';' && after_eq[i] != '#') continue;
-      if (i > 0 && is_blank(after_eq[i - 1])) return trim(after_eq.substr(0, i));
+      if (i > 0 && is_blank(after_eq[i - 1])) return trim_blanks(after_eq.substr(0, i));
       throw ConfigError(at + "'" + after_eq[i] + "' in a value is ambiguous" + comment_rule(raw));
     }
     return raw;
@@ -165,7 +159,7 @@ std::string parse_value(std::string_view after_eq, const std::string& at) {
                       "the quoted value has no closing '\"' (write \"...\", with \\\" for a "
                       "quote inside)");
   const std::string_view after_quote = std::string_view(raw).substr(i + 1);
-  const std::string tail = trim(after_quote);
+  const std::string tail = trim_blanks(after_quote);
   const bool comment =
       !tail.empty() && (tail[0] == ';' || tail[0] == '#') && is_blank(after_quote[0]);
   if (!tail.empty() && !comment)
@@ -204,30 +198,30 @@ std::vector<Entry> parse_ini(const std::string& text, const std::string& origin)
       // is the usual case: a file saved in UTF-16, or a binary file).
       const std::size_t eq = raw.find('=');
       const bool in_value = eq != std::string_view::npos && eq < i;
-      const std::string key = in_value ? trim(raw.substr(0, eq)) : std::string();
+      const std::string key = in_value ? trim_blanks(raw.substr(0, eq)) : std::string();
       std::string place;
-      if (!section.empty() && trim(raw).front() != '[') place = "[" + section + "]";
+      if (!section.empty() && trim_blanks(raw).front() != '[') place = "[" + section + "]";
       if (in_value && valid_name(key)) place += (place.empty() ? "" : " ") + key;
       throw ConfigError(at_line + (place.empty() ? "" : place + ": ") + "control character " + hex +
                             (in_value ? " in the value" : " in the line") +
                             "; a config file is plain text (is it UTF-16, or no config file?)",
                         key);
     }
-    std::string line = trim(raw);
+    std::string line = trim_blanks(raw);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
 
     if (line[0] == '[') {
       // "[run]   ; comment": the comment goes, the header stays.
       if (const auto close = line.find(']');
           close != std::string::npos && close + 1 < line.size()) {
-        const std::string tail = trim(std::string_view(line).substr(close + 1));
+        const std::string tail = trim_blanks(std::string_view(line).substr(close + 1));
         if (is_blank(line[close + 1]) && (tail[0] == ';' || tail[0] == '#')) line.erase(close + 1);
       }
       if (line.back() != ']')
         throw ConfigError(at_line + "malformed section header '" + display_text(line) +
                           "': expected " + kSections + " alone on the line");
       const std::string name = line.substr(1, line.size() - 2);
-      if (name != trim(name) || name.find_first_of(" \t") != std::string::npos)
+      if (name != trim_blanks(name) || name.find_first_of(" \t") != std::string::npos)
         throw ConfigError(at_line + "spaces in the section header '" + display_text(line) +
                           "': write it without spaces, e.g. [hook.NAME]");
       if (std::string problem = section_problem(name); !problem.empty())
@@ -247,7 +241,7 @@ std::vector<Entry> parse_ini(const std::string& text, const std::string& origin)
     if (eq == std::string::npos)
       throw ConfigError(at_line + "expected 'key = value' or a [section], got '" +
                         display_text(line) + "'");
-    const std::string key = trim(std::string_view(line).substr(0, eq));
+    const std::string key = trim_blanks(std::string_view(line).substr(0, eq));
     if (key.empty())
       throw ConfigError(at_line + (section.empty() ? "" : "[" + section + "]: ") +
                         "'=' with no key before it; write 'key = value'");
@@ -272,14 +266,15 @@ std::vector<Entry> parse_ini(const std::string& text, const std::string& origin)
 
 Entry parse_override(const std::string& text) {
   const auto eq = text.find('=');
-  const std::string path = eq == std::string::npos ? "" : trim(text.substr(0, eq));
+  const std::string path = eq == std::string::npos ? "" : trim_blanks(text.substr(0, eq));
   const auto dot = path.rfind('.');
   const ConfigSource source{"--set " + display_text(text), 0};
   if (eq == std::string::npos || dot == std::string::npos || dot == 0 || dot + 1 == path.size())
     throw ConfigError(source.describe() +
                       ": expected SECTION.KEY=VALUE, e.g. --set hook.progress.every_n_secs=1 or "
                       "--set run.log_level=debug");
-  Entry e{path.substr(0, dot), path.substr(dot + 1), trim(text.substr(eq + 1)), source, source};
+  Entry e{path.substr(0, dot), path.substr(dot + 1), trim_blanks(text.substr(eq + 1)), source,
+          source};
   if (std::string problem = section_problem(e.section); !problem.empty())
     throw ConfigError(source.describe() + ": " + problem);
   if (!valid_name(e.key))
@@ -372,7 +367,7 @@ bool isolation_key(const Entry& e, const std::string& at, IsolationConfig& into)
 std::vector<std::string> comma_items(const std::string& text) {
   std::vector<std::string> items;
   std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) items.push_back(trim(item));
+  for (std::string item; std::getline(in, item, ',');) items.push_back(trim_blanks(item));
   return items;
 }
 

@@ -27,8 +27,9 @@
 #include "job/signal_bridge.hpp"
 #include "plugins/trust.hpp"
 #include "sandbox/process_dispatch.hpp"
-#include "support/find_on_path.hpp"
 #include "services/checkpoint.hpp"
+#include "support/find_on_path.hpp"
+#include "support/text.hpp"
 #include "workloads/registry.hpp"
 
 namespace hookhost {
@@ -127,12 +128,10 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
   if (!own.isolation && !run.isolation && cfg.untrusted == Isolation::process &&
       (!calls || !calls->empty())) {
     e.isolation = Isolation::process;
-    std::string what = calls ? "imports " : "has imports that could not be read";
-    for (size_t i = 0; calls && i < calls->size(); ++i) what += (i ? ", " : "") + (*calls)[i];
-    log.info(
-        "hook '{}' (plugin '{}') {}: running it with isolation = process because [run] "
-        "untrusted = process",
-        hook.name, display_text(plugin.metadata.id), what);
+    const std::string what =
+        calls ? "imports " + join(*calls, ", ") : "has imports that could not be read";
+    log.info("{} {}: running it with isolation = process because [run] untrusted = process",
+             describe_hook(hook.name, display_text(plugin.metadata.id)), what);
   }
   // A sandboxed hook that hangs is contained by its limit only: it has one unless set to 0.
   const uint64_t default_timeout_ms =
@@ -141,10 +140,9 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
       own.call_timeout_ms.value_or(run.call_timeout_ms.value_or(default_timeout_ms));
   if (e.isolation == Isolation::process && e.call_timeout_ms == 0)
     log.warn(
-        "hook '{}' (plugin '{}') runs with isolation = process and call_timeout_ms = 0: a call "
-        "that hangs there hangs the whole job; remove the key for the default limit ({} ms) or "
-        "set one",
-        hook.name, display_text(plugin.metadata.id), kSandboxedCallTimeoutMs);
+        "{} runs with isolation = process and call_timeout_ms = 0: a call that hangs there hangs "
+        "the whole job; remove the key for the default limit ({} ms) or set one",
+        describe_hook(hook.name, display_text(plugin.metadata.id)), kSandboxedCallTimeoutMs);
   e.memory_limit_mb = own.memory_limit_mb.value_or(run.memory_limit_mb.value_or(0));
   e.on_crash = own.on_crash.value_or(run.on_crash.value_or(e.on_crash));
   e.max_restarts = own.max_restarts.value_or(run.max_restarts.value_or(e.max_restarts));
@@ -162,10 +160,11 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
   return e;
 }
 
-std::string comma_list(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
+// The plugin folders as messages show them: "A, B, C".
+std::string folder_list(const std::vector<fs::path>& folders) {
+  std::vector<std::string> names;
+  for (const auto& folder : folders) names.push_back(display_text(folder.string()));
+  return join(names, ", ");
 }
 
 // Rewrites a ConfigError from a lower layer so it starts with the file, line, section and key.
@@ -477,10 +476,11 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   // Workload first: it needs no plugin, and its mistakes are the cheapest to report.
   const WorkloadKind* workload = find_workload(cfg.workload);
   if (!workload) {
-    std::string names;
-    for (const auto& kind : builtin_workloads()) names += (names.empty() ? "" : ", ") + kind.name;
+    std::vector<std::string> names;
+    for (const auto& kind : builtin_workloads()) names.push_back(kind.name);
     throw ConfigError(cfg.where_workload("name") + "unknown workload '" +
-                          display_text(cfg.workload) + "' (this hookhost has: " + names + ")",
+                          display_text(cfg.workload) +
+                          "' (this hookhost has: " + join(names, ", ") + ")",
                       "name");
   }
   const auto workload_where = [&](const std::string& key) { return cfg.where_workload(key); };
@@ -525,9 +525,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     // A disabled hook is checked too, so enabling it later cannot reveal an old mistake (a
     // misspelt plugin id, a bad parameter) in the middle of a run.
     if (!d) {
-      std::string dir_list;
-      for (const auto& dir : dirs)
-        dir_list += (dir_list.empty() ? "" : ", ") + display_text(dir.string());
+      const std::string dir_list = folder_list(dirs);
       std::string rejected;
       for (const auto& r : found.rejected)
         rejected += "\n  rejected " + display_text(r.file.string()) + ": " + display_text(r.reason);
@@ -550,7 +548,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
             cfg.allowed_plugins.end())
       throw ConfigError(cfg.where(hook, "plugin") + "plugin '" + display_text(d->metadata.id) +
                             "' is not in [run] allowed_plugins (" +
-                            display_text(comma_list(cfg.allowed_plugins)) +
+                            display_text(join(cfg.allowed_plugins, ", ")) +
                             "): add it there, or remove or disable this hook",
                         "plugin");
     if (!cfg.allow_insecure_plugins) {
@@ -815,9 +813,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
       "  [run] run_dir = {}, log_level = {}, on_error = {}",
       p.options.check_only ? cfg.run_dir.string() + " (untouched: --check)" : p.run_dir.string(),
       cfg.log_level, policy_name(cfg.on_error));
-  std::string dir_text;
-  for (const auto& d : dirs) dir_text += (dir_text.empty() ? "" : ", ") + display_text(d.string());
-  log.info("  [run] plugin folders: {}", dir_text);
+  log.info("  [run] plugin folders: {}", folder_list(dirs));
   std::string wl = "name = " + cfg.workload;
   for (const auto& v : workload_params.values())
     if (v.is_set) wl += ", " + v.spec.name + " = " + display_text(v.text);
@@ -910,9 +906,9 @@ std::string hook_failures_text(const std::vector<HookReport>& reports) {
   std::string out;
   if (!disabled.empty())
     out = std::to_string(disabled.size()) + (disabled.size() == 1 ? " hook" : " hooks") +
-          " disabled: " + comma_list(disabled);
-  for (const auto& text : failing) out += (out.empty() ? "" : "; ") + text;
-  return out;
+          " disabled: " + join(disabled, ", ");
+  if (!out.empty()) failing.insert(failing.begin(), out);
+  return join(failing, "; ");
 }
 
 std::string format_summary(const JobResult& result, const std::vector<HookReport>& reports,

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "support/unique_fd.hpp"
+
 namespace hookhost {
 
 class RunDirLock {
@@ -17,7 +19,7 @@ class RunDirLock {
   RunDirLock& operator=(const RunDirLock&) = delete;
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;  // closing it releases the lock
 };
 
 }  // namespace hookhost

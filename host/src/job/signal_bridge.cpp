@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace hookhost {
 namespace {
@@ -37,12 +38,11 @@ const char* signal_name(int signal) {
 
 SignalBridge::SignalBridge(std::function<void(int, int)> on_signal)
     : on_signal_(std::move(on_signal)) {
-  if (::pipe2(pipe_, O_CLOEXEC) != 0)
+  std::tie(read_end_, write_end_) = open_pipe();
+  if (!read_end_)
     throw std::runtime_error(std::string("cannot create the signal pipe: ") + std::strerror(errno));
   int expected = -1;
-  if (!g_write_end.compare_exchange_strong(expected, pipe_[1])) {
-    ::close(pipe_[0]);
-    ::close(pipe_[1]);
+  if (!g_write_end.compare_exchange_strong(expected, write_end_.get())) {
     throw std::logic_error("only one SignalBridge may exist at a time");
   }
   thread_ = std::thread([this] { loop(); });
@@ -59,16 +59,14 @@ SignalBridge::~SignalBridge() {
   ::sigaction(SIGTERM, &g_previous_term, nullptr);
   g_write_end = -1;
   const unsigned char quit = 0;
-  [[maybe_unused]] ssize_t n = ::write(pipe_[1], &quit, 1);
+  [[maybe_unused]] ssize_t n = ::write(write_end_.get(), &quit, 1);
   thread_.join();
-  ::close(pipe_[0]);
-  ::close(pipe_[1]);
 }
 
 void SignalBridge::loop() {
   for (;;) {
     unsigned char byte = 0;
-    const ssize_t n = ::read(pipe_[0], &byte, 1);
+    const ssize_t n = ::read(read_end_.get(), &byte, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || byte == 0) return;
     on_signal_(byte, ++count_);

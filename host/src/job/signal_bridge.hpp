@@ -7,6 +7,8 @@
 #include <functional>
 #include <thread>
 
+#include "support/unique_fd.hpp"
+
 namespace hookhost {
 
 class SignalBridge {
@@ -22,7 +24,8 @@ class SignalBridge {
   void loop();
   std::function<void(int, int)> on_signal_;
   int count_ = 0;
-  int pipe_[2] = {-1, -1};
+  UniqueFd read_end_;
+  UniqueFd write_end_;  // the signal handler writes here
   std::thread thread_;
 };
 

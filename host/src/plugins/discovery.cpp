@@ -14,6 +14,7 @@
 #include "plugins/elf_note.hpp"
 #include "plugins/imports.hpp"
 #include "plugins/libelf_support.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 
@@ -111,8 +112,7 @@ std::vector<fs::path> list_folder(const fs::path& folder, std::vector<RejectedFi
 std::string host_key_parameter_problem(const PluginMetadata& metadata) {
   for (const ParamSpec& param : metadata.params) {
     if (!is_host_hook_key(param.name)) continue;
-    std::string keys;
-    for (std::string_view key : kHostHookKeys) keys.append(keys.empty() ? "" : ", ").append(key);
+    const std::string keys = join(kHostHookKeys, ", ");
     return "parameter '" + display_text(param.name) + "' of plugin '" + display_text(metadata.id) +
            "' has the name of a key the host takes in every [hook.NAME] section (" + keys +
            "), so no configuration could set it: the plugin's author must rename the parameter "

@@ -2,22 +2,15 @@
 
 #include <boost/program_options.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <sstream>
+
+#include "support/text.hpp"
 
 namespace hookhost {
 namespace po = boost::program_options;
 
 namespace {
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
 
 std::vector<std::string> split_list(const std::vector<std::string>& texts) {
   std::vector<std::string> items;
@@ -26,7 +19,7 @@ std::vector<std::string> split_list(const std::vector<std::string>& texts) {
     while (start <= text.size()) {
       size_t comma = text.find(',', start);
       if (comma == std::string::npos) comma = text.size();
-      std::string item = trim(text.substr(start, comma - start));
+      std::string item(trim(std::string_view(text).substr(start, comma - start)));
       if (!item.empty()) items.push_back(std::move(item));
       start = comma + 1;
     }
@@ -57,9 +50,9 @@ const po::value_semantic* semantic_for(hh_param_type type) {
 }
 
 std::string known_keys(const PluginMetadata& plugin) {
-  std::string keys;
-  for (const auto& p : plugin.params) keys += (keys.empty() ? "" : ", ") + p.name;
-  return keys.empty() ? "none" : keys;
+  std::vector<std::string> names;
+  for (const auto& p : plugin.params) names.push_back(p.name);
+  return names.empty() ? "none" : join(names, ", ");
 }
 
 }  // namespace
@@ -115,7 +108,7 @@ std::string check_param_default(const ParamSpec& spec) {
 
 ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& instance,
                               const std::multimap<std::string, std::string>& raw) {
-  const std::string where = "hook '" + instance + "' (plugin '" + plugin.id + "')";
+  const std::string where = describe_hook(instance, plugin.id);
   po::options_description desc(where);
   for (const auto& p : plugin.params) {
     const po::value_semantic* semantic = semantic_for(p.type);
@@ -201,7 +194,7 @@ ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& i
         break;
       case HH_PARAM_TYPE_STRING_LIST:
         v.list = split_list(given->as<std::vector<std::string>>());
-        for (const auto& item : v.list) v.text += (v.text.empty() ? "" : ",") + item;
+        v.text = join(v.list, ",");
         break;
     }
     out.values_.push_back(std::move(v));

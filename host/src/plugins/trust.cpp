@@ -11,6 +11,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "support/unique_fd.hpp"
+
 namespace hookhost {
 
 namespace fs = std::filesystem;
@@ -62,15 +64,15 @@ std::string trust_problem(const fs::path& folder, const fs::path& file) {
 }
 
 std::string sha256_of_file(const fs::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd)
     throw std::runtime_error("cannot read " + file.string() +
                              " to hash it: " + std::strerror(errno));
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   bool ok = ctx && EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) == 1;
   std::array<unsigned char, 1 << 16> buffer;
   while (ok) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ok = n == 0;
@@ -78,7 +80,6 @@ std::string sha256_of_file(const fs::path& file) {
     }
     ok = EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n)) == 1;
   }
-  ::close(fd);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   if (!ok || EVP_DigestFinal_ex(ctx.get(), digest, &size) != 1)

@@ -11,12 +11,13 @@
 #include <thread>
 
 #include "runtime/crash_blame.hpp"
-#include "runtime/direct_call.hpp"
 #include "runtime/create_verdict.hpp"
+#include "runtime/direct_call.hpp"
 #include "runtime/signal_guard.hpp"
 #include "runtime/watchdog.hpp"
 #include "runtime_impl.hpp"
 #include "services/event_writer.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 
@@ -30,9 +31,7 @@ const char* outcome_name(Outcome outcome) {
 }
 
 std::string join_names(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out.empty() ? "(none)" : out;
+  return items.empty() ? "(none)" : join(items, ", ");
 }
 
 namespace {
@@ -272,9 +271,9 @@ struct Lifecycle {
   }
 
   std::string describe(const Slot& slot, Callback cb, int64_t step) const {
-    return "hook '" + slot.settings.instance_name + "' (plugin '" + slot.dispatch->plugin_id() +
-           "', " + slot.dispatch->plugin_file() + ") failed in " + name_of(cb) +
-           " at global step " + std::to_string(step);
+    return describe_hook(slot.settings.instance_name, slot.dispatch->plugin_id(),
+                         slot.dispatch->plugin_file()) +
+           " failed in " + name_of(cb) + " at global step " + std::to_string(step);
   }
 
   // What a status does: the table in status.h. `step` is the step the call concerns.
@@ -737,9 +736,7 @@ struct Lifecycle {
       }
       signals.restore_and_report(*m.log, slot.services->blame_name, during_call(m, "destroy"));
       slot.state = HookState::destroyed;
-      if (!error.empty())
-        m.log->error("hook '{}' (plugin '{}', {}): {}", slot.settings.instance_name,
-                     slot.dispatch->plugin_id(), slot.dispatch->plugin_file(), error);
+      if (!error.empty()) m.log->error("{}: {}", slot.services->blame_name, error);
     }
   }
 };
@@ -767,9 +764,8 @@ void Runtime::Impl::rebuild_step_slots() {
 namespace {
 
 void add_slot(Runtime::Impl& m, std::unique_ptr<Slot> slot) {
-  slot->services->blame_name = "hook '" + slot->settings.instance_name + "' (plugin '" +
-                               slot->dispatch->plugin_id() + "', " + slot->dispatch->plugin_file() +
-                               ")";
+  slot->services->blame_name = describe_hook(
+      slot->settings.instance_name, slot->dispatch->plugin_id(), slot->dispatch->plugin_file());
   for (size_t i = 0; i < kCallbackNames.size(); ++i)
     slot->implements[i] = slot->dispatch->implements(static_cast<Callback>(i));
   init_request(slot->request, &m, slot.get());
@@ -807,8 +803,8 @@ Runtime::~Runtime() {
 void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings settings,
                        const ResolvedParams& params) {
   Impl& m = *impl_;
-  const std::string where = "hook '" + settings.instance_name + "' (plugin '" +
-                            plugin->metadata().id + "', " + plugin->file().string() + ")";
+  const std::string where =
+      describe_hook(settings.instance_name, plugin->metadata().id, plugin->file().string());
   check_can_add(m, settings.instance_name);
   const hh_plugin_entry& entry = plugin->entry();
   auto services = m.make_services(settings, plugin->metadata().id, entry.state_version);
@@ -922,11 +918,11 @@ bool Runtime::start() {
   for (const auto& s : m.slots)
     s->direct_step_calls = s->direct_hook && s->settings.call_timeout.count() == 0 &&
                            m.options.time_every_n_steps > 1;
-  std::string order;
+  std::vector<std::string> order;
   for (const auto& s : m.slots)
-    order += (order.empty() ? "" : ", ") + s->settings.instance_name + " (order " +
-             std::to_string(s->settings.order) + ")";
-  m.log->info("hook order: {}", order.empty() ? "(no hooks)" : order);
+    order.push_back(s->settings.instance_name + " (order " + std::to_string(s->settings.order) +
+                    ")");
+  m.log->info("hook order: {}", order.empty() ? "(no hooks)" : join(order, ", "));
   for (const auto& [name, _] : m.restored_states)
     if (std::none_of(m.slots.begin(), m.slots.end(),
                      [&](const auto& s) { return s->settings.instance_name == name; }))
@@ -1058,8 +1054,8 @@ std::string Runtime::running_call() const {
   const Slot* slot = impl_->running_slot.load(std::memory_order_acquire);
   const int callback = impl_->running_callback.load(std::memory_order_relaxed);
   if (!slot || callback < 0) return {};
-  return "hook '" + slot->settings.instance_name + "' (plugin '" + slot->dispatch->plugin_id() +
-         "') in " + name_of(static_cast<Callback>(callback)) + " at global step " +
+  return describe_hook(slot->settings.instance_name, slot->dispatch->plugin_id()) + " in " +
+         name_of(static_cast<Callback>(callback)) + " at global step " +
          std::to_string(impl_->running_step.load());
 }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "runtime/runtime_impl.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 namespace {
@@ -50,12 +51,12 @@ bool is_guarded_signal(int signal) {
 }
 
 std::string signal_names(const std::vector<int>& signals) {
-  std::string out;
+  std::vector<std::string> names;
   for (int s : signals) {
     const char* abbrev = ::sigabbrev_np(s);
-    out += (out.empty() ? "" : ", ") + (abbrev ? "SIG" + std::string(abbrev) : std::to_string(s));
+    names.push_back(abbrev ? "SIG" + std::string(abbrev) : std::to_string(s));
   }
-  return out;
+  return join(names, ", ");
 }
 
 SignalDispositions SignalDispositions::snapshot() {

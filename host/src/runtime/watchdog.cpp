@@ -38,10 +38,10 @@ void CallWatchdog::watch() {
     if (age < next_warning) continue;
     const int callback = runtime_.running_callback.load(std::memory_order_relaxed);
     runtime_.log->warn(
-        "hook '{}' (plugin '{}', {}) has been running in {} at global step {} for {} ms, over its "
+        "{} has been running in {} at global step {} for {} ms, over its "
         "call_timeout_ms = {}; an in-process call cannot be interrupted (isolation = process "
         "would kill it)",
-        slot->settings.instance_name, slot->dispatch->plugin_id(), slot->dispatch->plugin_file(),
+        slot->services->blame_name,
         callback >= 0 ? kCallbackNames[static_cast<size_t>(callback)] : "?",
         runtime_.running_step.load(), duration_cast<milliseconds>(age).count(), limit.count());
     next_warning *= 2;

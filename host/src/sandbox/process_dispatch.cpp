@@ -18,6 +18,7 @@
 #include "runtime/create_verdict.hpp"
 #include "shared_values.hpp"
 #include "support/find_on_path.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 
@@ -89,7 +90,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
         plugin_id_(plugin.metadata().id),
         plugin_file_(plugin.file().string()),
         note_(plugin.metadata()),
-        where_("hook '" + instance_name + "' (plugin '" + plugin_id_ + "', " + plugin_file_ + ")"),
+        where_(describe_hook(instance_name, plugin_id_, plugin_file_)),
         create_payload_(create_payload(instance_name, host, plugin_id_, params)),
         id_(group_->join(host, instance_name)) {
     // The bytes the runner opens: the host's verified copy. A plugin made without one (an
@@ -102,8 +103,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
       } catch (const LoadError& e) {
         group_->leave(id_, kExitTimeout);
         left_ = true;
-        throw ConfigError("hook '" + instance_name + "' (plugin '" + plugin_id_ +
-                          "'): " + e.what());
+        throw ConfigError(describe_hook(instance_name, plugin_id_) + ": " + e.what());
       }
       source = copied.get();
     }

@@ -19,9 +19,9 @@ constexpr auto kDeathGrace = std::chrono::milliseconds(1000);
 constexpr auto kCoreDumpGrace = std::chrono::seconds(30);
 
 std::pair<UniqueFd, UniqueFd> make_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+  auto ends = open_pipe();
+  if (!ends.first) throw std::system_error(errno, std::generic_category(), "pipe");
+  return ends;
 }
 
 }  // namespace

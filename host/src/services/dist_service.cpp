@@ -14,6 +14,7 @@
 
 #include "runtime/runtime_impl.hpp"
 #include "services.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 
@@ -112,9 +113,9 @@ class Collective {
 
   // "hh.dist/1 allreduce: hook 'avg' (plugin 'x') in after_run at global step 12"
   std::string where() const {
-    return std::string(function_name(kind_)) + ": hook '" + caller_.instance_name + "' (plugin '" +
-           caller_.plugin_id + "') in " + name_of(callback_) + " at global step " +
-           std::to_string(step_);
+    return std::string(function_name(kind_)) + ": " +
+           describe_hook(caller_.instance_name, caller_.plugin_id) + " in " + name_of(callback_) +
+           " at global step " + std::to_string(step_);
   }
   std::string what_failed() const {
     return std::string(function_name(kind_)) + " in " + name_of(callback_) + " at global step " +

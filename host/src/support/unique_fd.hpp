@@ -1,7 +1,8 @@
-// An owned file descriptor, closed once. Used by the host (plugin file reading, the sandbox) and by
-// hookhost-runner.
+// An owned file descriptor, closed once. Every descriptor the host and hookhost-runner open is held
+// in one, so that no error path can leak it.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <utility>
@@ -32,6 +33,14 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+// A new pipe, both ends close-on-exec: {read end, write end}. Both are empty when it cannot be made
+// (errno says why), so that each caller words its own error.
+inline std::pair<UniqueFd, UniqueFd> open_pipe() {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) return {};
+  return {UniqueFd(ends[0]), UniqueFd(ends[1])};
+}
 
 namespace sandbox {
 using hookhost::UniqueFd;

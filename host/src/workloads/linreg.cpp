@@ -22,6 +22,8 @@
 
 #include <hookhost/version.h>
 
+#include "support/text.hpp"
+
 namespace hookhost {
 
 namespace embedded {
@@ -61,22 +63,14 @@ struct Dataset {
 
 // ---- text helpers ----
 
-std::string_view trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
-  return out;
+// A CSV cell's blanks: spaces, tabs and the '\r' of CRLF line endings.
+std::string_view trim_cell(std::string_view s) {
+  return trim(s, " \t\r");
 }
 
 // A finite number, the whole cell (an optional leading '+' allowed, which from_chars refuses).
 bool parse_number(std::string_view cell, double& out) {
-  cell = trim(cell);
+  cell = trim_cell(cell);
   if (!cell.empty() && cell.front() == '+') cell.remove_prefix(1);
   if (cell.empty()) return false;
   auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), out);
@@ -122,7 +116,7 @@ std::string split_csv_line(std::string_view line, std::vector<std::string>& fiel
       }
     } else {
       std::size_t comma = std::min(line.find(',', i), line.size());
-      field = trim(line.substr(i, comma - i));
+      field = trim_cell(line.substr(i, comma - i));
       i = comma;
     }
     fields.push_back(std::move(field));
@@ -146,7 +140,7 @@ Config read_config(const ResolvedParams& params) {
   Config c;
   const std::string data = param(params, "data", HH_PARAM_TYPE_STRING).s;
   c.source = data.empty() ? "the built-in data/mtcars.csv" : "data file '" + data + "'";
-  c.label = std::string(trim(param(params, "label", HH_PARAM_TYPE_STRING).s));
+  c.label = std::string(trim_cell(param(params, "label", HH_PARAM_TYPE_STRING).s));
   c.features = param(params, "features", HH_PARAM_TYPE_STRING_LIST).list;
   c.batch_size = param(params, "batch_size", HH_PARAM_TYPE_INT).i;
   c.learning_rate = param(params, "learning_rate", HH_PARAM_TYPE_FLOAT).f;
@@ -238,7 +232,7 @@ Dataset load_dataset(std::string_view text, const Config& cfg) {
     std::string_view line = text.substr(start, nl - start);
     start = nl + 1;
     ++line_no;
-    if (trim(line).empty()) continue;
+    if (trim_cell(line).empty()) continue;
     if (std::string err = split_csv_line(line, fields); !err.empty())
       throw ConfigError(where + ": line " + std::to_string(line_no) + ", " + err, "data");
 
