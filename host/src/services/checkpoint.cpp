@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "crc32c.hpp"
+#include "support/unique_fd.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -103,11 +104,9 @@ std::runtime_error io_error(const std::string& what, const fs::path& file) {
 }
 
 void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw io_error("cannot open folder", dir);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw io_error("cannot fsync folder", dir);
+  const UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw io_error("cannot open folder", dir);
+  if (::fsync(fd.get()) != 0) throw io_error("cannot fsync folder", dir);
 }
 
 // "." + the target's name + kTemporaryMark + pid, appended piece by piece: GCC 12 at -O3 reports a
@@ -125,29 +124,29 @@ std::string temporary_name(const fs::path& target) {
 void write_atomically(const fs::path& target, const std::vector<std::string_view>& pieces) {
   const fs::path dir = target.parent_path();
   const fs::path tmp = dir / temporary_name(target);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw io_error("cannot create", tmp);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) throw io_error("cannot create", tmp);
   for (const std::string_view piece : pieces) {
     size_t done = 0;
     while (done < piece.size()) {
-      ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+      ssize_t n = ::write(fd.get(), piece.data() + done, piece.size() - done);
       if (n < 0) {
         if (errno == EINTR) continue;
         auto e = io_error("cannot write", tmp);
-        ::close(fd);
+        fd.reset();
         ::unlink(tmp.c_str());
         throw e;
       }
       done += static_cast<size_t>(n);
     }
   }
-  if (::fsync(fd) != 0) {
+  if (::fsync(fd.get()) != 0) {
     auto e = io_error("cannot fsync", tmp);
-    ::close(fd);
+    fd.reset();
     ::unlink(tmp.c_str());
     throw e;
   }
-  if (::close(fd) != 0) {  // NFS and some FUSE folders report write errors only here
+  if (fd.close() != 0) {  // NFS and some FUSE folders report write errors only here
     auto e = io_error("cannot close", tmp);
     ::unlink(tmp.c_str());
     throw e;

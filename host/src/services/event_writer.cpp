@@ -160,22 +160,17 @@ EventFileWriter::EventFileWriter(const fs::path& dir, EventWriteSchedule schedul
   std::snprintf(stamp, sizeof stamp, "%010lld", static_cast<long long>(std::floor(created)));
   file_ = dir / ("events.out.tfevents." + std::string(stamp) + "." + hostname());
   if (fs::exists(file_, ec)) truncate_to_last_whole_record(file_);
-  fd_ = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0)
+  fd_.reset(::open(file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd_)
     throw std::runtime_error("cannot create event file " + file_.string() + ": " +
                              std::strerror(errno));
-  const off_t size = ::lseek(fd_, 0, SEEK_END);
+  const off_t size = ::lseek(fd_.get(), 0, SEEK_END);
   good_size_ = size > 0 ? static_cast<uint64_t>(size) : 0;
   tb::Event version;
   version.set_wall_time(std::floor(created));
   version.set_file_version("brain.Event:2");
   append_unsealed(buffer_, version);
-  try {
-    write_buffered();  // TensorFlow writes the version record at once, so readers see a valid file
-  } catch (...) {
-    ::close(fd_);
-    throw;
-  }
+  write_buffered();  // TensorFlow writes the version record at once, so readers see a valid file
   thread_ = std::thread([this] { run_writer_thread(); });
 }
 
@@ -191,7 +186,6 @@ EventFileWriter::~EventFileWriter() {
   } catch (...) {
     // Nothing to report to during shutdown; every writer was flushed at the end of the job.
   }
-  ::close(fd_);
 }
 
 void EventFileWriter::add_scalar(int64_t step, std::string_view tag, float value) {
@@ -263,13 +257,13 @@ void EventFileWriter::write_buffered() {
   const std::size_t total = writing_.size();
   std::size_t done = 0;
   while (done < total) {
-    const ssize_t n = ::write(fd_, writing_.data() + done, total - done);
+    const ssize_t n = ::write(fd_.get(), writing_.data() + done, total - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int error = errno;
       writing_.clear();
       // Roll back to the last whole record: a torn one would hide every record after it.
-      const bool rolled_back = ::ftruncate(fd_, static_cast<off_t>(good_size_)) == 0;
+      const bool rolled_back = ::ftruncate(fd_.get(), static_cast<off_t>(good_size_)) == 0;
       throw std::runtime_error("cannot write event file " + file_.string() + ": " +
                                std::strerror(error) + " (" + std::to_string(done) + " of " +
                                std::to_string(total) + " bytes written" +
@@ -302,15 +296,15 @@ void EventFileWriter::run_writer_thread() {
 }
 
 uint64_t truncate_to_last_whole_record(const fs::path& file) {
-  int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0)
+  const UniqueFd fd(::open(file.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd)
     throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
-  const off_t end = ::lseek(fd, 0, SEEK_END);
+  const off_t end = ::lseek(fd.get(), 0, SEEK_END);
   uint64_t good = 0;
   // Walk the framing: 8-byte length, 4-byte CRC of it, data, 4-byte CRC of the data.
   while (true) {
     char header[kHeaderBytes];
-    if (::pread(fd, header, kHeaderBytes, static_cast<off_t>(good)) !=
+    if (::pread(fd.get(), header, kHeaderBytes, static_cast<off_t>(good)) !=
         static_cast<ssize_t>(kHeaderBytes))
       break;
     const uint64_t length = load_le(header, 8);
@@ -319,7 +313,7 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
         static_cast<uint64_t>(end) - good - kHeaderBytes - length < kFooterBytes)
       break;
     std::string data(length + kFooterBytes, '\0');
-    if (::pread(fd, data.data(), data.size(), static_cast<off_t>(good + kHeaderBytes)) !=
+    if (::pread(fd.get(), data.data(), data.size(), static_cast<off_t>(good + kHeaderBytes)) !=
         static_cast<ssize_t>(data.size()))
       break;
     if (masked_crc32c(std::string_view(data.data(), length)) != load_le(data.data() + length, 4))
@@ -327,13 +321,11 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
     good += kHeaderBytes + length + kFooterBytes;
   }
   const uint64_t removed = static_cast<uint64_t>(end) - good;
-  if (removed > 0 && ::ftruncate(fd, static_cast<off_t>(good)) != 0) {
+  if (removed > 0 && ::ftruncate(fd.get(), static_cast<off_t>(good)) != 0) {
     const int error = errno;
-    ::close(fd);
     throw std::runtime_error("cannot cut the torn end off " + file.string() + ": " +
                              std::strerror(error));
   }
-  ::close(fd);
   return removed;
 }
 

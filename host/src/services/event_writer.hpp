@@ -17,6 +17,8 @@
 #include <string_view>
 #include <thread>
 
+#include "support/unique_fd.hpp"
+
 namespace hookhost {
 
 // CRC-32C (Castagnoli) of `data`, and TensorFlow's mask of it: rotate right 15, add 0xa282ead8.
@@ -94,7 +96,7 @@ class EventFileWriter {
   // Guards the file. Held for a whole write, so a flush that gets it knows every earlier write of
   // taken records has finished.
   std::mutex io_mutex_;
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t good_size_ = 0;  // the file's size after its last whole record
   std::string writing_;     // the records being written (keeps its capacity for the next swap)
 

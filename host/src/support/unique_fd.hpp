@@ -25,6 +25,9 @@ class UniqueFd {
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
   int release() { return std::exchange(fd_, -1); }
+  // Closes now and gives close()'s result: a file written through the descriptor can report a
+  // write error only here (NFS, some FUSE folders). 0 when nothing was open.
+  int close() { return fd_ >= 0 ? ::close(std::exchange(fd_, -1)) : 0; }
   void reset(int fd = -1) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
