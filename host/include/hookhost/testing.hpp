@@ -187,10 +187,10 @@ class HookTest {
 
   // --- The hook's configuration, as `hookhost run --set hook.NAME.KEY=VALUE` takes it. ---
   // A plugin parameter, or one of the hook keys on_error, isolation, call_timeout_ms,
-  // memory_limit_mb, on_crash, max_restarts. Checked by run() exactly as the program checks it: a
-  // mistake throws ConfigError with the program's message. A later set() of a key replaces it.
-  // Throws std::invalid_argument for the hook keys a one-hook harness does not apply (plugin,
-  // enabled, order, isolation_group, sha256).
+  // memory_limit_mb, on_crash, max_restarts, log_level (the hook's own logger). Checked by run()
+  // exactly as the program checks it: a mistake throws ConfigError with the program's message. A
+  // later set() of a key replaces it. Throws std::invalid_argument for the hook keys a one-hook
+  // harness does not apply (plugin, enabled, order, isolation_group, sha256).
   HookTest& set(const std::string& key, const std::string& value);
   HookTest& on_error(FailurePolicy policy);  // set("on_error", ...); the default is disable
   // Isolation::process runs the hook in a hookhost-runner process, which must be next to the test
