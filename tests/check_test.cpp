@@ -387,6 +387,28 @@ TEST_F(CheckTest, AnErrorNothingProvokedIsAViolation) {
                                HasSubstr("returned HH_ERROR: faulty: error as configured")));
 }
 
+// A bug that fires for every parameter value is the plain run's violation, reported once; the
+// edge runs that hit it too are not warned about as if an edge value had caused it. A failure
+// only an edge value causes is still an edge warning.
+TEST_F(CheckTest, AnErrorWithEveryValueIsNotBlamedOnTheParameterEdges) {
+  const ProcessResult r = check({fixture_plugin("always_throws").string(), "--verbose"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto errors = findings(r.out, "violation", "error");
+  ASSERT_FALSE(errors.empty()) << r.out;
+  EXPECT_THAT(errors[0], AllOf(HasSubstr("scenario 'plain run', after_run"),
+                               HasSubstr("std::out_of_range"), HasSubstr("map::at")));
+  for (const auto& line : lines_of(r.out))
+    EXPECT_THAT(line, Not(AllOf(HasSubstr("edge"), HasSubstr("map::at")))) << r.out;
+  // The edges did run, and the report says why their failures are not listed.
+  EXPECT_THAT(r.out, AllOf(HasSubstr("'edge patience=0'"), HasSubstr("'edge min_delta=")));
+  EXPECT_THAT(r.out, HasSubstr("note: parameter edges: "));
+  EXPECT_THAT(r.out, HasSubstr("not blamed on the edges"));
+  const auto edge_errors = findings(r.out, "warning", "edge-error");
+  ASSERT_FALSE(edge_errors.empty()) << r.out;
+  for (const auto& line : edge_errors)
+    EXPECT_THAT(line, AllOf(HasSubstr("edge tensor=\"\""), HasSubstr("no tensor to watch")));
+}
+
 TEST_F(CheckTest, AnErrorTextWithoutTerminatorIsAViolation) {
   const ProcessResult r = check_faulty("unterminated", "before_run", 1);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;

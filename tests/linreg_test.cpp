@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "process.hpp"
+#include "services/checkpoint.hpp"
 #include "test_support.hpp"
 
 namespace hookhost {
@@ -22,8 +24,13 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
+namespace fs = std::filesystem;
 using Raw = std::multimap<std::string, std::string>;
+using testing::Process;
+using testing::ProcessResult;
+using testing::run_hookhost;
 using testing::TempDir;
+using testing::wait_until;
 using testing::write_file;
 
 ResolvedParams params(const Raw& raw = {}) {
@@ -90,8 +97,9 @@ TEST(Linreg, SchemaDeclaresTheDocumentedKeysAndDefaults) {
   EXPECT_EQ(p.find("shuffle_seed")->i, 42);
   EXPECT_TRUE(p.find("standardize")->b);
   EXPECT_EQ(p.find("fail_at_step")->i, -1);
+  EXPECT_EQ(p.find("step_delay_ms")->i, 0);
   EXPECT_EQ(p.find("fail_kind")->s, "aborted");
-  EXPECT_EQ(p.values().size(), 10u);
+  EXPECT_EQ(p.values().size(), 11u);
 }
 
 TEST(Linreg, LossOnBuiltInMtcarsFallsBelowATenthWithinAFewHundredSteps) {
@@ -450,12 +458,56 @@ TEST(Linreg, ParametersAreValidatedNamingTheKey) {
   EXPECT_THAT(config_error({{"learning_rate", "-0.5"}}), HasSubstr("'learning_rate'"));
   EXPECT_THAT(config_error({{"epochs", "-1"}}), HasSubstr("'epochs'"));
   EXPECT_THAT(config_error({{"fail_at_step", "-2"}}), HasSubstr("'fail_at_step'"));
+  EXPECT_THAT(
+      config_error({{"step_delay_ms", "-1"}}),
+      AllOf(HasSubstr("'step_delay_ms'"), HasSubstr("between 0 and 60000"), HasSubstr("'-1'")));
+  EXPECT_THAT(config_error({{"step_delay_ms", "60001"}}),
+              AllOf(HasSubstr("'step_delay_ms'"), HasSubstr("'60001'")));
+  EXPECT_EQ(config_error({{"step_delay_ms", "60000"}}), "(no error)");
   EXPECT_THAT(config_error({{"fail_kind", "boom"}}),
               AllOf(HasSubstr("'fail_kind'"), HasSubstr("aborted, error, nan"), HasSubstr("boom")));
   EXPECT_THAT(config_error({{"features", "mpg,cyl"}}), HasSubstr("both the label and a feature"));
   EXPECT_THAT(config_error({{"features", "cyl,cyl"}}), HasSubstr("twice"));
   EXPECT_THAT(config_error({{"batch_size", "33"}}), HasSubstr("fewer than batch_size=33"));
   EXPECT_EQ(config_error({{"batch_size", "32"}}), "(no error)");
+}
+
+// The delay is there so that a person (or a test) can kill a job mid-run: with it, a checkpoint
+// written at step 5 of 300 appears while the job still runs, the kill leaves it unfinished, and a
+// plain restart resumes from that checkpoint. Without the delay linreg finishes 300 steps before
+// anyone can react.
+TEST(Linreg, StepDelayLeavesTimeToKillMidRunAndResume) {
+  TempDir dir;
+  write_file(dir / "job.ini",
+             "[run]\nrun_dir = run\nkeep_checkpoints = 0\n"
+             "[workload]\nname = linreg\nepochs = 0\nstep_delay_ms = 20\n"
+             "[hook.stop]\nplugin = stop_at_step\nlast_step = 300\n"
+             "[hook.checkpoints]\nplugin = checkpoint_saver\nsave_steps = 5\n");
+  const fs::path checkpoints = dir / "run" / "checkpoints";
+  const auto newest_step = [&]() -> int64_t {
+    if (!fs::exists(checkpoints)) return -1;
+    const std::vector<fs::path> files = list_checkpoints(checkpoints);
+    return files.empty() ? -1 : read_checkpoint(files.front()).global_step;
+  };
+  {
+    Process job({"run", "--config", (dir / "job.ini").string(), "--log-level", "warn"}, dir.path());
+    ASSERT_TRUE(wait_until([&] { return newest_step() >= 5; })) << "no checkpoint appeared";
+    job.signal(SIGKILL);
+    const ProcessResult killed = job.wait();
+    ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << "the job ended before the kill:\n"
+                                               << killed.out << killed.err;
+  }
+  const int64_t saved = newest_step();
+  ASSERT_GE(saved, 5);
+  ASSERT_LT(saved, 300) << "the job reached its last step before the kill";
+
+  // The restart (without the delay, to finish quickly) resumes from the killed run's checkpoint.
+  const ProcessResult resumed = run_hookhost(
+      {"run", "--config", (dir / "job.ini").string(), "--set", "workload.step_delay_ms=0"},
+      dir.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("at global step " + std::to_string(saved)));
+  EXPECT_THAT(resumed.out, HasSubstr("global step " + std::to_string(saved) + " -> 300)"));
 }
 
 }  // namespace

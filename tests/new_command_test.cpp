@@ -2,7 +2,10 @@
 // occupied folders are refused before anything is written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <set>
+#include <vector>
 
 #include "process.hpp"
 #include "test_support.hpp"
@@ -56,7 +59,67 @@ TEST_P(NewCommandTest, RenamesTheHookInPathsAndText) {
   }
 }
 
+// What a project needs before its first commit: its build output and its job's runs ignored.
+TEST_P(NewCommandTest, IgnoresTheBuildOutputAndTheRunsOfItsJob) {
+  TempDir tmp;
+  const ProcessResult r = run_hookhost({"new", "guard", "--lang", GetParam()}, tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto files = files_under(tmp.path() / "guard");
+  ASSERT_TRUE(files.count(".gitignore")) << "no .gitignore";
+  const std::vector<std::string> ignored = lines_of(files.at(".gitignore"));
+  const auto has = [&](const std::string& line) {
+    return std::find(ignored.begin(), ignored.end(), line) != ignored.end();
+  };
+  EXPECT_TRUE(has("runs/")) << files.at(".gitignore");
+  if (GetParam() == "cpp") {
+    EXPECT_TRUE(has("build/")) << files.at(".gitignore");
+  } else {
+    EXPECT_TRUE(has("*.so")) << files.at(".gitignore");
+    EXPECT_TRUE(has("guard_test")) << files.at(".gitignore");
+  }
+  // The job writes where .gitignore looks.
+  EXPECT_NE(files.at("guard.ini").find("\nrun_dir = runs/guard\n"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Languages, NewCommandTest, ::testing::Values("cpp", "c"));
+
+TEST(NewCommand, TheCMakeProjectRegistersEachTestCaseWithCtest) {
+  TempDir tmp;
+  const ProcessResult r = run_hookhost({"new", "guard"}, tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string cmake = read_file(tmp.path() / "guard" / "CMakeLists.txt");
+  EXPECT_NE(cmake.find("include(GoogleTest)"), std::string::npos) << cmake;
+  EXPECT_NE(cmake.find("gtest_discover_tests(guard_test)"), std::string::npos) << cmake;
+  EXPECT_EQ(cmake.find("add_test("), std::string::npos) << cmake;
+}
+
+// make with no hookhost for pkg-config stops on that cause, naming PKG_CONFIG_PATH, before it
+// runs a compiler that would only say a header is missing.
+TEST(NewCommand, TheMakefileStopsWhenPkgConfigFindsNoHookhost) {
+  if (::system("command -v make >/dev/null 2>&1 && command -v pkg-config >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "make or pkg-config is not installed";
+  TempDir tmp;
+  ASSERT_EQ(run_hookhost({"new", "guard", "--lang", "c"}, tmp.path()).exit_code, 0);
+  fs::create_directories(tmp.path() / "empty");
+  const std::vector<std::string> env = {
+      "PKG_CONFIG_PATH=" + (tmp.path() / "empty").string(),
+      "PKG_CONFIG_LIBDIR=" + (tmp.path() / "empty").string()};
+  for (const std::vector<std::string>& goal : {std::vector<std::string>{}, {"check"}}) {
+    std::vector<std::string> args = {"-C", (tmp.path() / "guard").string()};
+    args.insert(args.end(), goal.begin(), goal.end());
+    const ProcessResult made = Process(args, tmp.path(), env, "/usr/bin/make").wait();
+    EXPECT_NE(made.exit_code, 0) << made.out << made.err;
+    EXPECT_NE(made.err.find("pkg-config finds no hookhost-plugin"), std::string::npos) << made.err;
+    EXPECT_NE(made.err.find("PKG_CONFIG_PATH"), std::string::npos) << made.err;
+    EXPECT_EQ(made.err.find("No such file"), std::string::npos) << made.err;
+    EXPECT_FALSE(fs::exists(tmp.path() / "guard" / "guard.so"));
+  }
+  // clean needs no pkg-config.
+  const ProcessResult cleaned =
+      Process({"-C", (tmp.path() / "guard").string(), "clean"}, tmp.path(), env, "/usr/bin/make")
+          .wait();
+  EXPECT_EQ(cleaned.exit_code, 0) << cleaned.err;
+}
 
 TEST(NewCommand, RefusesANameThatCannotBeAnIdentifier) {
   TempDir tmp;

@@ -279,7 +279,7 @@ TEST(PluginFuzz, EveryCallMatchesTheContractAndEveryRefusalIsLogged) {
              {"report", report_file.string()},
              {"stop_at_step", std::to_string(stop_at)},
              {"state_limit", std::to_string(kStateLimit)},
-             {"log_level", std::to_string(HH_LOG_DEBUG)},  // the harness logs at debug
+             {"job_log_level", std::to_string(HH_LOG_DEBUG)},  // the harness logs at debug
              {"workload_last_step", std::to_string(kSteps)},
              {"checkpoints", "2"},
              {"error_percent", "20"}},
@@ -533,7 +533,7 @@ TEST(PluginFuzz, TheProgramPrintsUnterminatedErrorMessagesEscapedAndCut) {
                  report_file.string() +
                  "\n"
                  "state_limit = 1048576\n"
-                 "log_level = 2\n"
+                 "job_log_level = 2\n"
                  "feedable = \"\"\n"  // the workload checks fed values: feed none
                  "workload_last_step = 20\n"
                  "checkpoints = 1\n"

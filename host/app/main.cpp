@@ -507,6 +507,8 @@ int cmd_plugins(const std::vector<std::string>& args) {
         "  isolation_group  share one runner with the hooks of this group (isolation = process)\n"
         "  ranks            in a distributed job: %s by default; or chief, all, 0,2,...\n"
         "  sha256           the plugin file's SHA-256: the job refuses any other file\n"
+        "  log_level        this hook's log level: trace, debug, info, warn, error, critical or "
+        "off (default: [run] log_level)\n"
         "\nExample:\n  [hook.%s]\n",
         default_ranks(m.id).text().c_str(), display_text(m.id).c_str());
     // Required parameters to fill in; the others with their defaults, commented out.

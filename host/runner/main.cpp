@@ -143,7 +143,10 @@ class Runner {
     void*& library = libraries_[sha256];
     if (!library) {
       // Never closed: dlopen knows the library by this name, which must not be reused.
-      const std::string path = "/proc/self/fd/" + std::to_string(message.fd.release());
+      // By pid, not /proc/self, as in the host: a debugger reads the library by this name.
+      const int fd = message.fd.release();
+      std::string path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd);
+      if (::access(path.c_str(), R_OK) != 0) path = "/proc/self/fd/" + std::to_string(fd);
       t_in_call = true;  // library constructors run here and might call nothing but themselves
       library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       t_in_call = false;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -187,10 +188,10 @@ class HookTest {
 
   // --- The hook's configuration, as `hookhost run --set hook.NAME.KEY=VALUE` takes it. ---
   // A plugin parameter, or one of the hook keys on_error, isolation, call_timeout_ms,
-  // memory_limit_mb, on_crash, max_restarts. Checked by run() exactly as the program checks it: a
-  // mistake throws ConfigError with the program's message. A later set() of a key replaces it.
-  // Throws std::invalid_argument for the hook keys a one-hook harness does not apply (plugin,
-  // enabled, order, isolation_group, sha256).
+  // memory_limit_mb, on_crash, max_restarts, log_level (the hook's own logger). Checked by run()
+  // exactly as the program checks it: a mistake throws ConfigError with the program's message. A
+  // later set() of a key replaces it. Throws std::invalid_argument for the hook keys a one-hook
+  // harness does not apply (plugin, enabled, order, isolation_group, sha256).
   HookTest& set(const std::string& key, const std::string& value);
   HookTest& on_error(FailurePolicy policy);  // set("on_error", ...); the default is disable
   // Isolation::process runs the hook in a hookhost-runner process, which must be next to the test
@@ -265,3 +266,52 @@ class HookTest {
 };
 
 }  // namespace hookhost::testing
+
+// Names instead of bytes when a test framework prints a value (GoogleTest finds these through
+// argument-dependent lookup): `run.outcome` shows "completed", not "4-byte object <00-00 00-00>".
+namespace hookhost {
+inline std::ostream& operator<<(std::ostream& os, Outcome outcome) {
+  return os << outcome_name(outcome);
+}
+inline std::ostream& operator<<(std::ostream& os, FailurePolicy policy) {
+  return os << policy_name(policy);
+}
+inline std::ostream& operator<<(std::ostream& os, CrashPolicy policy) {
+  return os << crash_policy_name(policy);
+}
+inline std::ostream& operator<<(std::ostream& os, Isolation isolation) {
+  return os << isolation_name(isolation);
+}
+inline std::ostream& operator<<(std::ostream& os, Callback callback) {
+  return os << name_of(callback);
+}
+inline std::ostream& operator<<(std::ostream& os, StepStatus status) {
+  switch (status) {
+    case StepStatus::ok: return os << "ok";
+    case StepStatus::end_of_data: return os << "end_of_data";
+    case StepStatus::aborted: return os << "aborted";
+    case StepStatus::unavailable: return os << "unavailable";
+    case StepStatus::error: return os << "error";
+    case StepStatus::cancelled: return os << "cancelled";
+  }
+  return os << "StepStatus(" << static_cast<int>(status) << ")";
+}
+inline void PrintTo(Outcome outcome, std::ostream* os) {
+  *os << outcome;
+}
+inline void PrintTo(FailurePolicy policy, std::ostream* os) {
+  *os << policy;
+}
+inline void PrintTo(CrashPolicy policy, std::ostream* os) {
+  *os << policy;
+}
+inline void PrintTo(Isolation isolation, std::ostream* os) {
+  *os << isolation;
+}
+inline void PrintTo(Callback callback, std::ostream* os) {
+  *os << callback;
+}
+inline void PrintTo(StepStatus status, std::ostream* os) {
+  *os << status;
+}
+}  // namespace hookhost

@@ -154,6 +154,9 @@ class Checker {
                               "' ended with an internal error of the host: " +
                               display_text(outcome.internal_error, 1024));
     if (outcome.created) {
+      if (spec.edge)
+        for (const std::string& failure : failure_signatures(outcome))
+          if (spec.plain_failures.count(failure)) ++edges_failing_like_plain_;
       add_bounded(judge_run(target_, spec, outcome));
       return outcome;
     }
@@ -190,6 +193,9 @@ class Checker {
     return outcome;
   }
 
+  // Failures of edge runs that the plain run showed too (they are not reported again).
+  int edges_failing_like_plain() const { return edges_failing_like_plain_; }
+
  private:
   // A hook that fails on every step with a new text each time is one problem, not a thousand
   // lines: the first few findings of a kind in a callback are kept, and the last kept one counts
@@ -222,6 +228,7 @@ class Checker {
 
   CheckTarget& target_;
   CheckReport& report_;
+  int edges_failing_like_plain_ = 0;
 };
 
 }  // namespace
@@ -285,7 +292,8 @@ CheckReport run_check(const CheckOptions& options) {
   };
 
   RunSpec plain = spec_for("plain run", kSteps);
-  if (!checker.run(plain, true).created) {
+  const RunOutcome plain_outcome = checker.run(plain, true);
+  if (!plain_outcome.created) {
     report.notes.push_back("no other scenario ran: each needs an instance, and create() failed");
     return report;
   }
@@ -345,8 +353,14 @@ CheckReport run_check(const CheckOptions& options) {
     RunSpec spec = spec_for("edge " + edge.label, kEdgeSteps);
     spec.params.emplace(edge.name, edge.text);
     spec.edge = true;
+    spec.plain_failures = failure_signatures(plain_outcome);
     checker.run(spec);
   }
+  if (checker.edges_failing_like_plain() > 0)
+    report.notes.push_back(
+        "parameter edges: " + std::to_string(checker.edges_failing_like_plain()) +
+        " failure(s) in the edge runs are the plain run's too, so they are reported for the "
+        "plain run and not blamed on the edges; fix them and check again to see the edges alone");
   return report;
 }
 

@@ -43,6 +43,8 @@ struct RunSpec {
   std::vector<int64_t> memory_samples_after;  // steps after which the runner's RSS is read
   bool edge = false;  // a parameter is at an edge: create() may refuse it, later errors are warned
   bool restored = false;  // the run after a restore: errors mean the state did not restore
+  // Edge runs: failures the plain run showed too (failure_signature), so not the edge's doing.
+  std::set<std::string> plain_failures;
 };
 
 struct RunOutcome {

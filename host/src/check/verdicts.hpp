@@ -3,6 +3,7 @@
 // that failed, classified into findings (crash, hang, exit, error, invalid output, ...).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,15 @@ struct CreateFailure {
 };
 CreateFailure classify_create_failure(const CheckTarget& target, const std::string& error);
 
-// Findings from a scenario whose hook was created.
+// A failed call's callback and message with every number left out, so that the same bug seen at
+// another step, or with another parameter value in its text, compares equal.
+std::string failure_signature(const std::string& callback, const std::string& message);
+
+// The failures of a scenario's calls (failure_signature), lost runners left out.
+std::set<std::string> failure_signatures(const RunOutcome& outcome);
+
+// Findings from a scenario whose hook was created. In an edge run, a failure in
+// spec.plain_failures is the plain run's finding already and is not reported again.
 std::vector<Finding> judge_run(const CheckTarget& target, const RunSpec& spec,
                                const RunOutcome& outcome);
 

@@ -303,6 +303,17 @@ fs::path config_path(const Entry& e, const std::optional<fs::path>& file) {
 
 namespace {
 
+// A logger level, the same words in [run] and [hook.NAME] (spdlog's names).
+std::string log_level(const Entry& e, const std::string& at) {
+  static const std::set<std::string> levels{"trace", "debug",    "info", "warn",
+                                            "error", "critical", "off"};
+  if (!levels.count(e.value))
+    throw ConfigError(at + "expected one of trace, debug, info, warn, error, critical, off; got '" +
+                          display_text(e.value) + "'",
+                      e.key);
+  return e.value;
+}
+
 // A non-negative [run] integer in [low, high]; anything else names the range.
 unsigned long long run_integer(const Entry& e, const std::string& at, unsigned long long low,
                                unsigned long long high, const char* note) {
@@ -458,15 +469,7 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
         if (e.value.empty()) throw ConfigError(at + "must not be empty", e.key);
         cfg.run_dir = config_path(e, file);
       } else if (e.key == "log_level") {
-        static const std::set<std::string> levels{"trace", "debug",    "info", "warn",
-                                                  "error", "critical", "off"};
-        if (!levels.count(e.value))
-          throw ConfigError(at +
-                                "expected one of trace, debug, info, warn, error, critical, off; "
-                                "got '" +
-                                display_text(e.value) + "'",
-                            e.key);
-        cfg.log_level = e.value;
+        cfg.log_level = log_level(e, at);
       } else if (e.key == "on_error") {
         auto policy = parse_policy(e.value);
         if (!policy)
@@ -610,6 +613,8 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
                                 display_text(e.value) + "'",
                             e.key);
         hook.sha256 = hex;
+      } else if (e.key == "log_level") {
+        hook.log_level = log_level(e, at);
       } else {
         hook.params.erase(e.key);
         hook.params.emplace(e.key, e.value);

@@ -739,6 +739,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                           item.hook->on_error.value_or(cfg.on_error)};
     settings.on_crash = item.isolation.on_crash;
     settings.max_restarts = item.isolation.max_restarts;
+    settings.log_level = item.hook->log_level.value_or("");
     if (auto group = hook_groups.find(item.hook); group != hook_groups.end())
       settings.group = group->second;
     // In-process, the watchdog names a call over its limit; a runner enforces its own.

@@ -150,7 +150,11 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const DiscoveredPlugin& plugin) 
   // a truncated file dies with SIGBUS instead of failing.
   UniqueFd copy_fd = private_copy_of(key, where);
   std::string sha256 = check_copy(copy_fd, plugin, where);
-  const fs::path copy = "/proc/self/fd/" + std::to_string(copy_fd.get());
+  // By pid, not /proc/self: the loaded library keeps this name, and a debugger opens it from its
+  // own process to read the plugin's symbols (through /proc/self it would read one of its own
+  // files).
+  fs::path copy = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(copy_fd.get());
+  if (::access(copy.c_str(), R_OK) != 0) copy = "/proc/self/fd/" + std::to_string(copy_fd.get());
   // Said before dlopen runs the library's constructors, so a constructor that crashes is named.
   spdlog::info("loading plugin '{}' from {}", plugin.metadata.id, key.string());
 

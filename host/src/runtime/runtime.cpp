@@ -118,6 +118,8 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& s
   s->state_version = state_version;
   s->run_dir = options.run_dir.string();
   s->logger = log->clone(settings.instance_name);
+  if (!settings.log_level.empty())
+    s->logger->set_level(spdlog::level::from_str(settings.log_level));
   HostTable::fill(*s);
   adopt_restored_state(*s);  // before create(), so state_get there sees it
   return s;

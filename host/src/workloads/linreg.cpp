@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,6 +40,8 @@ namespace fs = std::filesystem;
 
 const std::string kWhere = "workload 'linreg'";
 const std::string kStateMagic = "linreg-state 1";
+// A minute per step is already slower than any demo needs; more is a typo.
+constexpr int64_t kMaxStepDelayMs = 60000;
 
 enum class FailKind { aborted, error, nan };
 
@@ -51,6 +55,7 @@ struct Config {
   int64_t shuffle_seed = 0;
   bool standardize = true;
   int64_t fail_at_step = -1;
+  int64_t step_delay_ms = 0;
   FailKind fail_kind = FailKind::aborted;
 };
 
@@ -149,6 +154,7 @@ Config read_config(const ResolvedParams& params) {
   c.standardize = param(params, "standardize", HH_PARAM_TYPE_BOOL).b;
   c.fail_at_step = param(params, "fail_at_step", HH_PARAM_TYPE_INT).i;
   const std::string kind = param(params, "fail_kind", HH_PARAM_TYPE_STRING).s;
+  c.step_delay_ms = param(params, "step_delay_ms", HH_PARAM_TYPE_INT).i;
 
   const auto bad = [](const std::string& key, const std::string& rule, const std::string& got) {
     return ConfigError(kWhere + ": parameter '" + key + "' must be " + rule + ", got '" + got + "'",
@@ -182,6 +188,9 @@ Config read_config(const ResolvedParams& params) {
         "fail_at_step",
         between(-1, std::numeric_limits<int64_t>::max()) + " (a global step, or -1 for never)",
         std::to_string(c.fail_at_step));
+  if (c.step_delay_ms < 0 || c.step_delay_ms > kMaxStepDelayMs)
+    throw bad("step_delay_ms", between(0, kMaxStepDelayMs) + " (milliseconds; 0 = no delay)",
+              std::to_string(c.step_delay_ms));
   if (kind == "aborted") {
     c.fail_kind = FailKind::aborted;
   } else if (kind == "error") {
@@ -477,6 +486,9 @@ void LinregSession::cancel_step() {
 
 StepResult LinregSession::run(const std::vector<std::string>& fetches, const TensorMap& feeds) {
   if (auto decided = decided_alike()) return *decided;
+  // A slow model for demos and tests of kill and resume: linreg alone runs ~10^5 steps/s.
+  if (cfg_.step_delay_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.step_delay_ms));
   double lr = 0;
   std::string refused = check_request(fetches, feeds, lr);
   if (!refused.empty() && !comm_) return failure(StepStatus::error, refused);
@@ -680,6 +692,8 @@ PluginMetadata make_schema() {
        "fault injection: fail at this global step; -1 = never"},
       {"fail_kind", HH_PARAM_TYPE_STRING, d, "aborted",
        "aborted (recoverable, once), error (fails the job) or nan (the loss becomes NaN)"},
+      {"step_delay_ms", HH_PARAM_TYPE_INT, d, "0",
+       "sleep this long in every step (0-60000 ms), to slow the job for kill-and-resume demos"},
   };
   return m;
 }

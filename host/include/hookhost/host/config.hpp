@@ -68,6 +68,7 @@ struct HookConfig {
   IsolationConfig isolation;              // unset fields: the [run] ones
   std::string sha256;  // pinned SHA-256 of the plugin file (64 lowercase hex digits), or empty
   std::optional<RankSelection> ranks;  // unset: the plugin's default (job/rank_placement.hpp)
+  std::optional<std::string> log_level;            // this instance's logger; unset: [run] log_level
   std::multimap<std::string, std::string> params;  // the plugin's own keys, as text
   ConfigSource section_source;
   std::map<std::string, ConfigSource> key_sources;
@@ -105,10 +106,10 @@ struct JobConfig {
 
 // The keys the host takes in every [hook.NAME] section; any other key is a plugin parameter. A
 // plugin that declares a parameter with one of these names is refused at discovery.
-inline constexpr std::array<std::string_view, 12> kHostHookKeys = {
-    "plugin",       "enabled",         "order",           "on_error",
-    "isolation",    "call_timeout_ms", "memory_limit_mb", "on_crash",
-    "max_restarts", "isolation_group", "ranks",           "sha256"};
+inline constexpr std::array<std::string_view, 13> kHostHookKeys = {
+    "plugin",          "enabled",         "order",    "on_error",     "isolation",
+    "call_timeout_ms", "memory_limit_mb", "on_crash", "max_restarts", "isolation_group",
+    "ranks",           "sha256",          "log_level"};
 inline bool is_host_hook_key(std::string_view key) {
   for (std::string_view host_key : kHostHookKeys)
     if (key == host_key) return true;

@@ -65,6 +65,9 @@ struct HookSettings {
   // hh.dist/1's group: the processes that run this instance, ranked in the job's order (a Job
   // splits its communicator once per hook; an embedder does the same); null: this process alone.
   std::shared_ptr<Communicator> group{};
+  // The level of this instance's logger (trace, debug, info, warn, error, critical, off): what its
+  // log calls and log_enabled() pass, in every isolation tier. Empty: the runtime logger's level.
+  std::string log_level{};
 };
 
 enum class Outcome { completed, stopped, failed };
