@@ -559,7 +559,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                               display_text(d->metadata.id) + "': " + display_text(why, 2048),
                           "plugin");
     }
-    const RankSelection ranks = hook.ranks.value_or(default_ranks(d->metadata.id));
+    const RankSelection ranks = hook.ranks.value_or(default_ranks(d->metadata));
     if (ranks.kind == RankSelection::Kind::listed && ranks.listed.back() >= world)
       throw ConfigError(
           cfg.where(hook, "ranks") + "rank " + std::to_string(ranks.listed.back()) +
