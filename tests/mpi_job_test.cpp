@@ -395,6 +395,42 @@ TEST_F(MpiJob, AForkOfAChiefOnlyBuiltInUnderAnotherIdStillRunsOnTheChiefAlone) {
   EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1" / "history.csv"));
 }
 
+// The waiter itself says that it holds every process back (the host knows no plugin by its id):
+// once per job, from whichever rank runs it, and from a renamed copy too; never in one process.
+TEST_F(MpiJob, AGlobalStepWaiterInADistributedJobSaysOnceThatItHoldsBackEveryProcess) {
+  const fs::path plugins = dir_ / "plugins";
+  fs::create_directory(plugins);
+  fs::permissions(plugins, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  fork_plugin(builtin_plugin("global_step_waiter"), plugins, "global_step_waiter",
+              "global_step_fork_1");
+  const std::string warning = "a waiter that holds one process back holds back all of them";
+  for (const std::string plugin : {"global_step_waiter", "global_step_fork_1"}) {
+    for (const std::string ranks : {"all", "1"}) {
+      SCOPED_TRACE(plugin + ", ranks = " + ranks);
+      const fs::path config =
+          write_config("job.ini",
+                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                       "[workload]\nepochs = 0\n"
+                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 2\n"
+                       "[hook.wait]\nplugin = " +
+                           plugin + "\nwait_until_step = 0\nranks = " + ranks + "\n");
+      const ProcessResult r =
+          mpirun(2, {"--config", config.string(), "--plugin-dir", plugins.string(), "--fresh"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(count_occurrences(r.err, warning), 1) << r.err;
+    }
+  }
+  const fs::path alone = write_config("alone.ini",
+                                      "[run]\nrun_dir = alone\n[workload]\nepochs = 0\n"
+                                      "[hook.stop]\nplugin = stop_at_step\nlast_step = 2\n"
+                                      "[hook.wait]\nplugin = global_step_waiter\n"
+                                      "wait_until_step = 0\n");
+  const ProcessResult r = single({"--config", alone.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_occurrences(r.err, warning), 0) << r.err;
+}
+
 // Rank 0 is the chief; rank 1 is not.
 INSTANTIATE_TEST_SUITE_P(OnEachKindOfRank, MpiJobRequestOnRank, ::testing::Values(0, 1), rank_name);
 
