@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -330,6 +331,68 @@ TEST(ElfNoteDescriptor, IgnoresUnknownKeys) {
   NoteReadResult r = parse_note_descriptor(
       descriptor(HH_NOTE_FORMAT, 1, 0, std::string(kGoodHeader) + "homepage=example.org\n"));
   EXPECT_TRUE(r.metadata) << r.error;
+}
+
+TEST(ElfNoteDescriptor, ReadsThePlacementAndTakesAllWhenThereIsNone) {
+  for (const auto& [line, expected] :
+       {std::pair{"placement=chief\n", Placement::chief}, {"placement=all\n", Placement::all}}) {
+    NoteReadResult r =
+        parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 1, 1, std::string(kGoodHeader) + line));
+    ASSERT_TRUE(r.metadata) << r.error;
+    ASSERT_TRUE(r.metadata->placement) << line;
+    EXPECT_EQ(*r.metadata->placement, expected) << line;
+    EXPECT_EQ(r.metadata->default_placement(), expected) << line;
+  }
+  // A 1.0 note has no placement line: every rank.
+  NoteReadResult r = parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 1, 0, kGoodHeader));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_FALSE(r.metadata->placement);
+  EXPECT_EQ(r.metadata->default_placement(), Placement::all);
+}
+
+TEST(ElfNoteDescriptor, RefusesAnUnknownOrRepeatedPlacement) {
+  for (const std::string value : {"everywhere", "", "Chief", "chief ", "0", "chief,all"}) {
+    const std::string error = note_error(std::string(kGoodHeader) + "placement=" + value + "\n");
+    EXPECT_THAT(error, AllOf(HasSubstr("line 4"), HasSubstr("placement=" + value + ","),
+                             HasSubstr("'chief'"), HasSubstr("'all'"), HasSubstr("rebuild")))
+        << value;
+  }
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "placement=chief\nplacement=all\n"),
+              HasSubstr("more than one placement line"));
+}
+
+TEST(ElfNote, ReadsThePlacementTheSdkMacrosWrite) {
+  struct Expected {
+    fs::path file;
+    std::optional<Placement> placement;
+  };
+  const std::vector<Expected> cases = {
+      {fixture_plugin("placed_chief"), Placement::chief},  // HOOKHOST_PLUGIN(..., chief)
+      {fixture_plugin("placed_c_all"), Placement::all},    // HH_PLUGIN_DEFINE(..., all), C99
+      {fixture_plugin("placed_default"), std::nullopt},    // no declaration
+      {fixture_plugin("frozen_v1_0_c"), std::nullopt},     // the 1.0 headers know no placement
+      {fixture_plugin("frozen_v1_0_cxx"), std::nullopt},
+      {builtin_plugin("checkpoint_saver"), Placement::chief},
+      {builtin_plugin("summary_saver"), Placement::chief},
+      {builtin_plugin("history_saver"), Placement::chief},
+      {builtin_plugin("step_counter"), Placement::chief},
+      {builtin_plugin("progress_bar"), Placement::chief},
+      {builtin_plugin("logging_tensor"), Placement::chief},
+      {builtin_plugin("stop_at_step"), std::nullopt},
+      {builtin_plugin("nan_tensor"), std::nullopt},
+      {builtin_plugin("global_step_waiter"), std::nullopt}};
+  for (const Expected& c : cases) {
+    NoteReadResult r = read_plugin_note(c.file);
+    ASSERT_TRUE(r.metadata) << c.file << ": " << r.error;
+    EXPECT_EQ(r.metadata->placement, c.placement) << c.file;
+  }
+}
+
+TEST(ElfNote, RefusesAFileWhoseNoteDeclaresAnUnknownPlacement) {
+  NoteReadResult r = read_plugin_note(fixture_plugin("bad_placement"));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, AllOf(HasSubstr("line 4 says placement=everywhere"), HasSubstr("'chief'"),
+                             HasSubstr("'all'")));
 }
 
 TEST(ElfNoteDescriptor, RejectsShortDescriptor) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "mpi_launch.hpp"
+#include "placement_fork.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -326,6 +327,108 @@ TEST_F(MpiJob, RankOutsideTheJobIsAConfigurationErrorOnEveryRank) {
             2)
       << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+// Where a hook runs when its section sets no `ranks` is what its plugin's note declares: the host
+// knows no plugin by its id. Each fixture hook appends to a file in its process's run directory
+// (rank 1's is out/rank-1).
+TEST_F(MpiJob, APluginThatDeclaresChiefRunsOnTheChiefAloneAndAnUndeclaredOneOnEveryRank) {
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 0\n"
+                                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 3\n"
+                                       "[hook.declared]\nplugin = placed_chief\nfile = declared\n"
+                                       "[hook.undeclared]\nplugin = placed_default\n"
+                                       "file = undeclared\n"
+                                       "[hook.everywhere]\nplugin = placed_chief\nranks = all\n"
+                                       "file = everywhere\n"
+                                       "[hook.moved]\nplugin = placed_chief\nranks = 1\n"
+                                       "file = moved\n"
+                                       "[hook.frozen]\nplugin = frozen_v1_0_c\n"
+                                       "trace = frozen.txt\n");
+  const ProcessResult r =
+      mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path chief = dir_ / "out";
+  const fs::path other = dir_ / "out" / "rank-1";
+  auto calls = [](const fs::path& file) {
+    std::vector<std::string> words;
+    for (const std::string& line : lines_of(file))
+      words.push_back(line.substr(line.rfind(' ') + 1));
+    return words;
+  };
+  const std::vector<std::string> begin_and_end = {"begin", "end"};
+  // Declared chief: the chief's folder only.
+  EXPECT_EQ(calls(chief / "declared"), begin_and_end);
+  EXPECT_FALSE(fs::exists(other / "declared"));
+  // Declared nothing: every rank.
+  EXPECT_EQ(calls(chief / "undeclared"), begin_and_end);
+  EXPECT_EQ(calls(other / "undeclared"), begin_and_end);
+  // The section's ranks overrides the declaration, either way.
+  EXPECT_EQ(calls(chief / "everywhere"), begin_and_end);
+  EXPECT_EQ(calls(other / "everywhere"), begin_and_end);
+  EXPECT_FALSE(fs::exists(chief / "moved"));
+  EXPECT_EQ(calls(other / "moved"), begin_and_end);
+  // A plugin built against the frozen 1.0 headers declares nothing: both ranks trace into the one
+  // file the job's folder holds.
+  EXPECT_EQ(count_occurrences(read_file(dir_ / "frozen.txt"), "begin restored=0"), 2)
+      << read_file(dir_ / "frozen.txt");
+}
+
+// A copy of a built-in renamed to another id keeps the built-in's placement: it is in the note.
+TEST_F(MpiJob, AForkOfAChiefOnlyBuiltInUnderAnotherIdStillRunsOnTheChiefAlone) {
+  const fs::path plugins = dir_ / "plugins";
+  fs::create_directory(plugins);
+  fs::permissions(plugins, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  fork_plugin(builtin_plugin("history_saver"), plugins, "history_saver", "history_fork1");
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 0\n"
+                                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 5\n"
+                                       "[hook.history]\nplugin = history_fork1\n"
+                                       "every_n_steps = 1\n");
+  const ProcessResult r =
+      mpirun(2, {"--config", config.string(), "--plugin-dir", plugins.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(dir_ / "out" / "history.csv").size(), 6u);  // the header and 5 steps
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1" / "history.csv"));
+}
+
+// The waiter itself says that it holds every process back (the host knows no plugin by its id):
+// once per job, from whichever rank runs it, and from a renamed copy too; never in one process.
+TEST_F(MpiJob, AGlobalStepWaiterInADistributedJobSaysOnceThatItHoldsBackEveryProcess) {
+  const fs::path plugins = dir_ / "plugins";
+  fs::create_directory(plugins);
+  fs::permissions(plugins, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  fork_plugin(builtin_plugin("global_step_waiter"), plugins, "global_step_waiter",
+              "global_step_fork_1");
+  const std::string warning = "a waiter that holds one process back holds back all of them";
+  for (const std::string plugin : {"global_step_waiter", "global_step_fork_1"}) {
+    for (const std::string ranks : {"all", "1"}) {
+      SCOPED_TRACE(plugin + ", ranks = " + ranks);
+      const fs::path config =
+          write_config("job.ini",
+                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                       "[workload]\nepochs = 0\n"
+                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 2\n"
+                       "[hook.wait]\nplugin = " +
+                           plugin + "\nwait_until_step = 0\nranks = " + ranks + "\n");
+      const ProcessResult r =
+          mpirun(2, {"--config", config.string(), "--plugin-dir", plugins.string(), "--fresh"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(count_occurrences(r.err, warning), 1) << r.err;
+    }
+  }
+  const fs::path alone = write_config("alone.ini",
+                                      "[run]\nrun_dir = alone\n[workload]\nepochs = 0\n"
+                                      "[hook.stop]\nplugin = stop_at_step\nlast_step = 2\n"
+                                      "[hook.wait]\nplugin = global_step_waiter\n"
+                                      "wait_until_step = 0\n");
+  const ProcessResult r = single({"--config", alone.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_occurrences(r.err, warning), 0) << r.err;
 }
 
 // Rank 0 is the chief; rank 1 is not.

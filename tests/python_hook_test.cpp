@@ -50,10 +50,11 @@ class PythonHook : public ::testing::Test {
 
   // Writes `source` as NAME.py and returns a harness for class `class_name` in it.
   HookTest hook(const std::string& name, const std::string& source,
-                const std::string& class_name = "Hook", const std::string& instance = "py") {
+                const std::string& class_name = "Hook", const std::string& instance = "py",
+                const fs::path& plugin = kPlugin) {
     const fs::path file = dir_ / (name + ".py");
     std::ofstream(file) << source;
-    HookTest t(kPlugin, instance);
+    HookTest t(plugin, instance);
     t.set("script", file.string()).set("class", class_name);
     return t;
   }
@@ -577,13 +578,35 @@ class Hook(hookhost.SessionRunHook):
     EXPECT_THAT(run.log_lines("info"), ElementsAre("after 1"));
   }
   {
-    SCOPED_TRACE("on_crash = restart");
-    HookTest t = hook("exits_restart", source);
-    t.isolation(hookhost::Isolation::process).set("on_crash", "restart").steps(4);
+    SCOPED_TRACE("on_crash = restart, the plugin file swapped before the crash");
+    // The hook replaces its own plugin file with another plugin's before it dies: the restarted
+    // runner must run the bytes verified when the job started, not what the file has become.
+    const fs::path plugin = dir_ / "python_hook.so";
+    const fs::path other = HOOKHOST_BUILTIN_DIR "/nan_tensor.so";
+    fs::copy_file(kPlugin, plugin);
+    const std::string swapping = R"(
+import os, shutil, hookhost
+class Hook(hookhost.SessionRunHook):
+    def __init__(self, plugin, other): self.plugin, self.other = plugin, other
+    def after_run(self, run_context, run_values):
+        print("after", hookhost.global_step())
+        if hookhost.global_step() == 2:
+            shutil.copyfile(self.other, self.plugin + ".new")
+            os.replace(self.plugin + ".new", self.plugin)
+            os._exit(3)
+)";
+    HookTest t = hook("exits_restart", swapping, "Hook", "py", plugin);
+    t.set("args", R"({"plugin": ")" + plugin.string() + R"(", "other": ")" + other.string() + "\"}")
+        .isolation(hookhost::Isolation::process)
+        .set("on_crash", "restart")
+        .steps(4);
     const RunResult run = t.run();
     EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
     EXPECT_EQ(run.global_step, 4);
     EXPECT_THAT(run.log_lines("info"), ElementsAre("after 1", "after 3", "after 4"));
+    EXPECT_FALSE(run.disabled) << run.log_text();
+    // The swap did happen: the file is the other plugin now.
+    EXPECT_EQ(hookhost::testing::read_file(plugin), hookhost::testing::read_file(other));
   }
   {
     SCOPED_TRACE("on_crash = stop");

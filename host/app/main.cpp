@@ -483,10 +483,18 @@ int cmd_plugins(const std::vector<std::string>& args) {
       calls =
           join(*p->process_wide_calls, ", ") + " (run it with isolation = process to contain them)";
     }
-    std::printf("%s %s - %s\n  file: %s\n  ABI: %u.%u\n  process-wide calls: %s\n\nParameters:\n",
-                display_text(m.id).c_str(), display_text(m.version).c_str(),
-                display_text(m.description).c_str(), display_text(p->file.string()).c_str(),
-                m.abi_major, m.abi_minor, calls.c_str());
+    const std::string placement =
+        placement_name(m.default_placement()) +
+        (!m.placement                       ? " (not declared by the plugin, so every rank"
+         : *m.placement == Placement::chief ? " (declared by the plugin: rank 0 alone"
+                                            : " (declared by the plugin: every rank") +
+        " of a distributed job; a section's ranks = overrides it)";
+    std::printf(
+        "%s %s - %s\n  file: %s\n  placement: %s\n  ABI: %u.%u\n  process-wide calls: "
+        "%s\n\nParameters:\n",
+        display_text(m.id).c_str(), display_text(m.version).c_str(),
+        display_text(m.description).c_str(), display_text(p->file.string()).c_str(),
+        placement.c_str(), m.abi_major, m.abi_minor, calls.c_str());
     if (m.params.empty()) std::printf("  (none)\n");
     for (const auto& param : m.params)
       std::printf("  %-18s %-12s %-12s %s\n", display_text(param.name).c_str(),
@@ -505,12 +513,13 @@ int cmd_plugins(const std::vector<std::string>& args) {
         "  on_crash         restart (default), disable, stop or fail (isolation = process)\n"
         "  max_restarts     restarts before the hook is disabled (default 3)\n"
         "  isolation_group  share one runner with the hooks of this group (isolation = process)\n"
-        "  ranks            in a distributed job: %s by default; or chief, all, 0,2,...\n"
+        "  ranks            in a distributed job: %s (the placement above) by default; or "
+        "chief, all, 0,2,...\n"
         "  sha256           the plugin file's SHA-256: the job refuses any other file\n"
         "  log_level        this hook's log level: trace, debug, info, warn, error, critical or "
         "off (default: [run] log_level)\n"
         "\nExample:\n  [hook.%s]\n",
-        default_ranks(m.id).text().c_str(), display_text(m.id).c_str());
+        default_ranks(m).text().c_str(), display_text(m.id).c_str());
     // Required parameters to fill in; the others with their defaults, commented out.
     for (const auto& param : m.params) {
       const std::string name = display_text(param.name);

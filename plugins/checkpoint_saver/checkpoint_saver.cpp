@@ -98,4 +98,4 @@ class CheckpointSaver : public hookhost::Hook {
 HOOKHOST_PLUGIN(CheckpointSaver, "checkpoint_saver", "2.0.0",
                 "Saves checkpoints of the workload and every hook's state (TensorFlow's "
                 "CheckpointSaverHook)",
-                CHECKPOINT_SAVER_PARAMS)
+                CHECKPOINT_SAVER_PARAMS, chief)

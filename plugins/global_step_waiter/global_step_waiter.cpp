@@ -26,6 +26,7 @@ class GlobalStepWaiter : public hookhost::Hook {
     if (!(timeout_secs_ >= 0) || !std::isfinite(timeout_secs_))
       throw hookhost::Error("invalid timeout_secs=" + format_number(timeout_secs_) +
                             " (must be >= 0; 0 waits forever)");
+    warn_if_distributed();
   }
 
   void begin() override { started_ = false; }
@@ -76,6 +77,19 @@ class GlobalStepWaiter : public hookhost::Hook {
   }
 
  private:
+  // TensorFlow's waiter is for asynchronous workers. Here every process of a distributed job steps
+  // together, so no other process moves the global step while this one waits. Said once, by the
+  // first process of the hook's group; a group of one that is not the chief is in a larger job.
+  void warn_if_distributed() const {
+    const auto* dist = host().service<hh_dist_service>(HH_SERVICE_DIST);
+    if (!dist || dist->struct_size < HH_DIST_SERVICE_SIZE_1_1) return;
+    const hh_host* h = host().raw();
+    if (dist->rank(h) == 0 && (dist->world_size(h) > 1 || !dist->is_chief(h)))
+      host().warn(
+          "in a distributed job every process steps together, so a waiter that holds one process "
+          "back holds back all of them until timeout_secs (docs/distributed.md)");
+  }
+
   int64_t wait_until_step_;
   double poll_secs_;
   double timeout_secs_;

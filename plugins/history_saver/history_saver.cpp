@@ -436,4 +436,4 @@ class HistorySaver : public hookhost::Hook {
 
 HOOKHOST_PLUGIN(HistorySaver, "history_saver", "1.1.0",
                 "Appends step, wall time and tensor values to a CSV history that survives resume",
-                HISTORY_SAVER_PARAMS)
+                HISTORY_SAVER_PARAMS, chief)

@@ -249,4 +249,4 @@ class LoggingTensor : public hookhost::Hook {
 HOOKHOST_PLUGIN(
     LoggingTensor, "logging_tensor", "1.0.0",
     "Logs tensors every N iterations or seconds and/or at the end (TF LoggingTensorHook)",
-    LOGGING_TENSOR_PARAMS)
+    LOGGING_TENSOR_PARAMS, chief)

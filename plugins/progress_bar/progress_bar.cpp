@@ -189,4 +189,4 @@ class ProgressBar : public hookhost::Hook {
 
 HOOKHOST_PLUGIN(ProgressBar, "progress_bar", "1.0.0",
                 "Shows training progress: a live bar on a terminal, periodic log lines otherwise",
-                PROGRESS_BAR_PARAMS)
+                PROGRESS_BAR_PARAMS, chief)

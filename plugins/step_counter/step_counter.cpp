@@ -138,4 +138,4 @@ class StepCounter : public hookhost::Hook {
 
 HOOKHOST_PLUGIN(StepCounter, "step_counter", "1.0.0",
                 "Logs global_step/sec every N steps or seconds, optionally as a summary",
-                STEP_COUNTER_PARAMS)
+                STEP_COUNTER_PARAMS, chief)

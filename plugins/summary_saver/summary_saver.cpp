@@ -144,4 +144,4 @@ class SummarySaver : public hookhost::Hook {
 
 HOOKHOST_PLUGIN(SummarySaver, "summary_saver", "1.0.0",
                 "Writes tensors as TensorBoard scalar summaries every N steps or seconds",
-                SUMMARY_SAVER_PARAMS)
+                SUMMARY_SAVER_PARAMS, chief)

@@ -557,7 +557,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                               display_text(d->metadata.id) + "': " + display_text(why, 2048),
                           "plugin");
     }
-    const RankSelection ranks = hook.ranks.value_or(default_ranks(d->metadata.id));
+    const RankSelection ranks = hook.ranks.value_or(default_ranks(d->metadata));
     if (ranks.kind == RankSelection::Kind::listed && ranks.listed.back() >= world)
       throw ConfigError(
           cfg.where(hook, "ranks") + "rank " + std::to_string(ranks.listed.back()) +
@@ -568,11 +568,6 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
           "ranks");
     const bool runs_on_this_process = ranks.includes(rank);
     runs_here.emplace_back(&hook, runs_on_this_process);
-    if (comm && rank == 0 && d->metadata.id == "global_step_waiter")
-      log.warn(
-          "hook '{}' (global_step_waiter): in a distributed job every process steps together, so "
-          "a waiter that holds one process back holds back all of them (docs/distributed.md)",
-          hook.name);
     // Checked on every process, so each reports the same mistakes; loaded where it runs only.
     ResolvedParams params = resolve_checked(d->metadata, hook.name, hook.params, hook_where);
     EffectiveIsolation isolation = effective_isolation(cfg, hook, *d, log);

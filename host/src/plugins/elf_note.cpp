@@ -292,7 +292,7 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
   if (nul == std::string_view::npos) return malformed("text is not NUL-terminated");
   text = text.substr(0, nul);  // what follows is alignment padding
 
-  bool have_id = false, have_version = false, have_description = false;
+  bool have_id = false, have_version = false, have_description = false, have_placement = false;
   std::size_t line_no = 0;
   for (std::string_view line : split(text, '\n')) {
     ++line_no;
@@ -323,6 +323,19 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
     } else if (key == "description") {
       if (!once(&have_description)) return malformed("more than one description line");
       m.description = std::string(value);
+    } else if (key == "placement") {
+      if (!once(&have_placement)) return malformed("more than one placement line");
+      if (value == "chief") {
+        m.placement = Placement::chief;
+      } else if (value == "all") {
+        m.placement = Placement::all;
+      } else {
+        return fail("bad placement in the hookhost note: line " + std::to_string(line_no) +
+                    " says placement=" + printable(value) +
+                    ", but a plugin runs on 'chief' (rank 0 of a distributed job) or 'all' (every "
+                    "rank) — fix the plugin's declaration (HOOKHOST_PLUGIN / HH_PLUGIN_DEFINE's "
+                    "last argument, or the placement= line of HH_PLUGIN_NOTE) and rebuild it");
+      }
     } else if (key == "param") {
       std::string error = parse_param(value, line_no, &m);
       if (!error.empty()) return malformed(error);

@@ -26,6 +26,10 @@ const ParamSpec* PluginMetadata::find_param(const std::string& name) const {
   return nullptr;
 }
 
+std::string placement_name(Placement placement) {
+  return placement == Placement::chief ? "chief" : "all";
+}
+
 std::string param_type_name(hh_param_type type) {
   switch (type) {
     case HH_PARAM_TYPE_BOOL: return "bool";

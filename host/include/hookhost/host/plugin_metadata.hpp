@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct ParamSpec {
   bool operator==(const ParamSpec&) const = default;
 };
 
+// Where a hook of the plugin runs in a distributed job when its [hook.NAME] section sets no
+// `ranks`: on every process, or on the chief (rank 0) alone.
+enum class Placement { all, chief };
+
 struct PluginMetadata {
   std::string id;
   std::string version;
@@ -30,10 +35,18 @@ struct PluginMetadata {
   uint32_t abi_minor = 0;      // the minor it was built against
   uint32_t min_abi_minor = 0;  // the oldest host minor it runs on
   std::vector<ParamSpec> params;
+  // The note's placement= line (ABI 1.1); unset when the plugin declares none, as no 1.0 plugin
+  // does. Only the note carries it: the entry symbol has no such field.
+  std::optional<Placement> placement;
 
   bool operator==(const PluginMetadata&) const = default;
   const ParamSpec* find_param(const std::string& name) const;
+  // The declared placement, or all when the plugin declares none.
+  Placement default_placement() const { return placement.value_or(Placement::all); }
 };
+
+// "all" or "chief", as the note and a section's `ranks` write them.
+std::string placement_name(Placement placement);
 
 // "bool", "int", "float", "string", "string list".
 std::string param_type_name(hh_param_type type);

@@ -148,9 +148,12 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *     version=<version>
  *     description=<one line>
  *     param=<name>\t<TYPE>\t<FLAG>\t<default>\t<help>     (one line per parameter, in order)
+ *     placement=chief|all                                 (optional, since 1.1; at most once)
  *   where TYPE is BOOL, INT, FLOAT, STRING or STRING_LIST and FLAG is OPTIONAL, REQUIRED or
- *   DEFAULT. Readers ignore lines with other keys and tab fields after the fifth: a later minor
- *   may add both. A host checks the version words before it reads the text.
+ *   DEFAULT. placement says where the plugin's hooks run in a distributed job when their section
+ *   sets no `ranks`: chief (rank 0 alone) or all (every rank, also when the line is absent); a
+ *   1.0 host ignores it. Readers ignore lines with other keys and tab fields after the fifth: a
+ *   later minor may add both. A host checks the version words before it reads the text.
  * descsz counts the header words and the text with its NUL and the NULs padding it to a multiple
  * of 4 bytes (HH_NOTE_PAD4_), so the descriptor needs no further padding. */
 #define HH_NOTE_OWNER "hookhost"
@@ -180,8 +183,8 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
 /* Writes the metadata note by hand, for a plugin that defines its hookhost_plugin_v1 entry without
  * HH_PLUGIN_DEFINE (glue generated for another language, a table built by hand). TEXT is a string
  * literal holding the note's lines as above, each ending in "\n"; the id, version and parameters
- * must match the entry's, which the host checks when it loads the plugin. Use once per library,
- * at file scope. */
+ * must match the entry's, which the host checks when it loads the plugin (placement= is the
+ * note's alone). Use once per library, at file scope. */
 #define HH_PLUGIN_NOTE(TEXT) HH_NOTE_DEFINE_(TEXT)
 
 /* Expanders for a parameter list written as an X-macro:
@@ -195,27 +198,49 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
   "param=" #name "\t" #type "\t" #flag "\t" def "\t" help "\n"
 #define HH_NO_PARAMS(P)
 
+/* The placement line a PLACEMENT word writes: a word other than chief or all does not compile
+ * (HH_PLACEMENT_NOTE_<word> is undeclared). Since 1.1. */
+#define HH_PLACEMENT_NOTE_chief "placement=chief\n"
+#define HH_PLACEMENT_NOTE_all "placement=all\n"
+
 /* Defines the entry symbol, the parameter table and the note from one description.
+ *   HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS, CREATE)
+ *   HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS, CREATE, PLACEMENT)   (since 1.1)
  *   ID, VERSION, DESCRIPTION: string literals; PARAMS: an X-macro as above (or HH_NO_PARAMS);
- *   CREATE: the create function. */
-#define HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS, CREATE)               \
-  static const hh_param_desc hh_plugin_params_[] = {                             \
-      PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};       \
-  HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION     \
-                  "\n" PARAMS(HH_PARAM_NOTE_))                                   \
-  HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;             \
-  const hh_plugin_entry hookhost_plugin_v1 = {                                   \
-      HH_PLUGIN_ENTRY_SIZE,                                                      \
-      HH_ABI_MAJOR,                                                              \
-      HH_ABI_MINOR,                                                              \
-      HH_PLUGIN_MIN_ABI_MINOR,                                                   \
-      ID,                                                                        \
-      VERSION,                                                                   \
-      DESCRIPTION,                                                               \
-      hh_plugin_params_,                                                         \
-      (uint32_t)(sizeof(hh_plugin_params_) / sizeof(hh_plugin_params_[0]) - 1u), \
-      (uint32_t)sizeof(hh_param_desc),                                           \
-      HH_PLUGIN_STATE_VERSION,                                                   \
+ *   CREATE: the create function; PLACEMENT: the bare word chief (the plugin's hooks run on rank 0
+ *   alone in a distributed job, like TensorFlow's chief_only_hooks: for hooks that write the
+ *   job's outputs) or all (every rank, the default without it). A section's `ranks` overrides
+ *   it. */
+#define HH_PLUGIN_DEFINE(...)                                                             \
+  HH_PLUGIN_DEFINE_PICK_(                                                                 \
+      __VA_ARGS__, HH_PLUGIN_DEFINE_6_, HH_PLUGIN_DEFINE_5_,                              \
+      HH_PLUGIN_DEFINE_NEEDS_5_OR_6_ARGUMENTS, HH_PLUGIN_DEFINE_NEEDS_5_OR_6_ARGUMENTS,   \
+      HH_PLUGIN_DEFINE_NEEDS_5_OR_6_ARGUMENTS, HH_PLUGIN_DEFINE_NEEDS_5_OR_6_ARGUMENTS, ) \
+  (__VA_ARGS__)
+#define HH_PLUGIN_DEFINE_PICK_(a1, a2, a3, a4, a5, a6, NAME, ...) NAME
+#define HH_PLUGIN_DEFINE_5_(ID, VERSION, DESCRIPTION, PARAMS, CREATE) \
+  HH_PLUGIN_DEFINE_WITH_NOTE_(ID, VERSION, DESCRIPTION, PARAMS, CREATE, "")
+#define HH_PLUGIN_DEFINE_6_(ID, VERSION, DESCRIPTION, PARAMS, CREATE, PLACEMENT) \
+  HH_PLUGIN_DEFINE_WITH_NOTE_(ID, VERSION, DESCRIPTION, PARAMS, CREATE,          \
+                              HH_PLACEMENT_NOTE_##PLACEMENT)
+#define HH_PLUGIN_DEFINE_WITH_NOTE_(ID, VERSION, DESCRIPTION, PARAMS, CREATE, EXTRA_NOTE) \
+  static const hh_param_desc hh_plugin_params_[] = {                                      \
+      PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};                \
+  HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION              \
+                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE)                                 \
+  HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;                      \
+  const hh_plugin_entry hookhost_plugin_v1 = {                                            \
+      HH_PLUGIN_ENTRY_SIZE,                                                               \
+      HH_ABI_MAJOR,                                                                       \
+      HH_ABI_MINOR,                                                                       \
+      HH_PLUGIN_MIN_ABI_MINOR,                                                            \
+      ID,                                                                                 \
+      VERSION,                                                                            \
+      DESCRIPTION,                                                                        \
+      hh_plugin_params_,                                                                  \
+      (uint32_t)(sizeof(hh_plugin_params_) / sizeof(hh_plugin_params_[0]) - 1u),          \
+      (uint32_t)sizeof(hh_param_desc),                                                    \
+      HH_PLUGIN_STATE_VERSION,                                                            \
       CREATE};
 
 HH_EXTERN_C_END

@@ -548,9 +548,13 @@ hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
 // library's plugin. ID, VERSION and DESCRIPTION are string literals; PARAMS is an X-macro of
 // P(name, TYPE, FLAG, "default", "help") entries, or HH_NO_PARAMS: TYPE is BOOL, INT, FLOAT,
 // STRING or STRING_LIST; FLAG is REQUIRED, DEFAULT (the default text applies) or OPTIONAL (may be
-// absent); the default is "" unless FLAG is DEFAULT. Use once per library, at global scope.
-#define HOOKHOST_PLUGIN(CLASS, ID, VERSION, DESCRIPTION, PARAMS) \
-  HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS, &::hookhost::detail::create<CLASS>)
+// absent); the default is "" unless FLAG is DEFAULT. An optional last argument, the bare word
+// chief or all (since ABI 1.1), declares where its hooks run in a distributed job when their
+// section sets no `ranks` (without it: all). Use once per library, at global scope.
+//   HOOKHOST_PLUGIN(CsvWriter, "csv_writer", "1.0.0", "Writes a CSV file", PARAMS, chief)
+#define HOOKHOST_PLUGIN(CLASS, ID, VERSION, DESCRIPTION, PARAMS, ...) \
+  HH_PLUGIN_DEFINE(ID, VERSION, DESCRIPTION, PARAMS,                  \
+                   &::hookhost::detail::create<CLASS> __VA_OPT__(, ) __VA_ARGS__)
 
 #endif  // C++20
 #endif  // HOOKHOST_HOOK_HPP
