@@ -24,6 +24,7 @@
 #include "job/display_text.hpp"
 #include "job/rank_placement.hpp"
 #include "job/signal_bridge.hpp"
+#include "job_summary.hpp"
 #include "new_command.hpp"
 #include "runtime/crash_blame.hpp"
 #include "support/text.hpp"
