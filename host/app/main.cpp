@@ -24,6 +24,7 @@
 #include "job/display_text.hpp"
 #include "job/rank_placement.hpp"
 #include "job/signal_bridge.hpp"
+#include "job_summary.hpp"
 #include "new_command.hpp"
 #include "runtime/crash_blame.hpp"
 #include "support/text.hpp"
@@ -77,7 +78,7 @@ Examples:
   hookhost run -c job.ini --strict           in a test or CI: any hook failure is exit status 1
 
 The config file is INI: [run] (run_dir, plugin_dir, log_level, on_error, checkpoint_dir,
-keep_checkpoints, isolation and the sandbox defaults, distributed, ...: see the README),
+keep_checkpoints, isolation and the sandbox defaults, distributed, ...: see docs/configuration.md),
 [workload] (name and the workload's parameters), and one [hook.NAME] section per hook instance
 (the host's keys plugin, enabled, order, on_error, isolation, ranks, sha256, ..., and the
 plugin's parameters: see 'hookhost plugins describe ID').

@@ -82,17 +82,10 @@ class Job {
 
  private:
   struct Parts;
-  static void put_back(Parts& p, const std::filesystem::path& aside, spdlog::logger& log);
   std::unique_ptr<Parts> parts_;
   std::chrono::duration<double> wall_time_{0};
   int64_t first_step_ = 0;
 };
-
-// The end-of-job summary: the headline (outcome, reason, and the hooks that failed or were
-// disabled), steps, wall time, steps per second, and the per-hook cost table (calls, total ms,
-// mean and max µs per callback).
-std::string format_summary(const JobResult& result, const std::vector<HookReport>& reports,
-                           std::chrono::duration<double> wall_time, int64_t first_step);
 
 // The hooks that failed during the job, as the summary's headline says it: "1 hook disabled: 'x'
 // (before_run failed: ...)", "hook 'y' failed 3 times (first: after_run failed: ...)"; "" when

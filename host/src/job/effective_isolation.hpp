@@ -1,0 +1,33 @@
+// A hook's isolation settings as the job applies them: its own, else the [run] ones, else the
+// built-in defaults, with [run] untrusted = process applied to plugins that import process-wide
+// calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hookhost/host/config.hpp"
+#include "hookhost/host/discovery.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace hookhost {
+
+// A hook's isolation settings: its own, else the [run] ones, else the built-in defaults.
+struct EffectiveIsolation {
+  Isolation isolation = Isolation::in_process;
+  uint64_t call_timeout_ms = 0;
+  uint64_t memory_limit_mb = 0;
+  CrashPolicy on_crash = CrashPolicy::restart;
+  uint32_t max_restarts = 3;
+  std::string group;  // the isolation group (sandboxed hooks only), or empty
+};
+
+// Throws ConfigError for an isolation_group on an in-process hook; logs why a hook was sandboxed
+// by [run] untrusted, and a sandboxed hook without a call limit.
+EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& hook,
+                                       const DiscoveredPlugin& plugin, spdlog::logger& log);
+
+}  // namespace hookhost

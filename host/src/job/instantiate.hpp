@@ -1,0 +1,25 @@
+// The planned hooks made real: each instance's communicator over the processes that run it, then
+// every hook added to the runtime by its tier (in process, or in a runner of its own or of its
+// isolation group).
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "hookhost/host/runtime.hpp"
+#include "job/job_plan.hpp"
+
+namespace hookhost {
+
+using HookCommunicators = std::map<const HookConfig*, std::shared_ptr<Communicator>>;
+
+// Each hook instance's own communicator, so one hook's collectives never meet another's or the
+// job's. Collective over the whole job: every process splits once per enabled hook, in the same
+// order. Empty for a job of one process (`comm` null).
+HookCommunicators split_hook_communicators(const JobPlan& plan, Communicator* comm);
+
+// Adds every planned hook to `runtime`, creating it. Throws ConfigError naming the configuration
+// line a plugin's refusal points at (or only the hook's section when the plugin is at fault).
+void instantiate(const JobPlan& plan, const HookCommunicators& communicators, Runtime& runtime);
+
+}  // namespace hookhost
