@@ -17,6 +17,9 @@
 
 namespace hookhost::bench {
 
+// The floor workload: a step that only counts. Hooks are tested and checked around the harness's
+// scripted workload (host/src/testing/scripted_workload.hpp); its script lookups would add their
+// own cost to every step measured here, so the benchmarks keep this one.
 class CountingSession : public Session {
  public:
   void create(int) override {}
@@ -35,7 +38,7 @@ class CountingSession : public Session {
 };
 
 // A workload that hands out a value it holds ("values", `bytes` long) without copying it, as a
-// real workload hands out its parameters.
+// real workload hands out its parameters (the scripted workload builds its values per step).
 class ValuesSession : public CountingSession {
  public:
   explicit ValuesSession(size_t bytes)

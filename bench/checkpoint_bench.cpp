@@ -39,7 +39,7 @@ namespace fs = std::filesystem;
 constexpr int64_t kMiB = 1024 * 1024;
 
 // A workload whose step costs almost nothing and whose state is `bytes` bytes: save_state copies
-// it, as a real workload copies its parameters out.
+// it, as a real workload copies its parameters out (the scripted workload's state is its step).
 class StateSession : public Session {
  public:
   explicit StateSession(size_t bytes) : state_(bytes, '\0') {

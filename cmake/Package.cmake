@@ -9,6 +9,9 @@ set(HOOKHOST_INSTALL_DOC_DIR "share/doc/hookhost")
 
 install(EXPORT hookhostPluginTargets NAMESPACE hookhost:: DESTINATION ${HOOKHOST_INSTALL_CMAKE_DIR})
 install(EXPORT hookhostHostTargets NAMESPACE hookhost:: DESTINATION ${HOOKHOST_INSTALL_CMAKE_DIR})
+if(TARGET hookhost_mpi)
+  install(EXPORT hookhostMpiTargets NAMESPACE hookhost:: DESTINATION ${HOOKHOST_INSTALL_CMAKE_DIR})
+endif()
 
 configure_package_config_file(
   "${CMAKE_CURRENT_LIST_DIR}/hookhostConfig.cmake.in"
@@ -23,7 +26,16 @@ install(FILES "${CMAKE_CURRENT_BINARY_DIR}/package/hookhostConfig.cmake"
               "${CMAKE_CURRENT_BINARY_DIR}/package/hookhostConfigVersion.cmake"
         DESTINATION ${HOOKHOST_INSTALL_CMAKE_DIR})
 
-foreach(_pc IN ITEMS hookhost-plugin hookhost)
+# The host's archives for pkg-config, in link order: each before what it uses. The plugins and
+# runtime archives use each other (src/README.md), so the runtime comes again after the plugins.
+set(HOOKHOST_PC_LIBS
+    "-lhookhost_testing -lhookhost_job -lhookhost_sandbox -lhookhost_runtime -lhookhost_plugins \
+-lhookhost_runtime -lhookhost_support")
+set(_pc_files hookhost-plugin hookhost)
+if(TARGET hookhost_mpi)
+  list(APPEND _pc_files hookhost-mpi)
+endif()
+foreach(_pc IN LISTS _pc_files)
   configure_file("${CMAKE_CURRENT_LIST_DIR}/${_pc}.pc.in"
                  "${CMAKE_CURRENT_BINARY_DIR}/package/${_pc}.pc" @ONLY)
   install(FILES "${CMAKE_CURRENT_BINARY_DIR}/package/${_pc}.pc" DESTINATION lib/pkgconfig)

@@ -16,7 +16,9 @@
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/job.hpp>
 #include <hookhost/host/loader.hpp>
+#if HOOKHOST_WITH_MPI
 #include <hookhost/host/mpi.hpp>
+#endif
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -218,7 +220,11 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& level,
 // mpirun: either mistake would run N unrelated copies of the job, or wait for processes that do
 // not exist.
 void check_launcher(const JobConfig& config) {
+#if HOOKHOST_WITH_MPI
   const std::optional<std::string> launcher = mpi_launcher_evidence();
+#else
+  const std::optional<std::string> launcher;  // a program built without MPI runs one process
+#endif
   const std::string where = config.distributed_source
                                 ? config.distributed_source->describe() + ": [run] distributed: "
                                 : std::string();
@@ -281,7 +287,9 @@ int cmd_run(const std::vector<std::string>& args) {
     overrides.push_back("run.log_level=" + vm["log-level"].as<std::string>());
 
   std::shared_ptr<spdlog::logger> logger;
+#if HOOKHOST_WITH_MPI
   std::unique_ptr<MpiEnvironment> mpi;  // declared first: MPI ends after everything else
+#endif
   std::shared_ptr<Communicator> communicator;
   std::unique_ptr<Job> job;
   std::unique_ptr<SignalBridge> bridge;  // declared after the job: it goes first
@@ -294,8 +302,10 @@ int cmd_run(const std::vector<std::string>& args) {
     check_launcher(config);
     std::string rank_tag;
     if (config.distributed == Distribution::mpi) {
+#if HOOKHOST_WITH_MPI
       mpi = std::make_unique<MpiEnvironment>();
       communicator = mpi_communicator(MPI_COMM_WORLD);
+#endif
       if (communicator->size() > 1)
         rank_tag = "[rank " + std::to_string(communicator->rank()) + "] ";
     }

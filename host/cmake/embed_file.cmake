@@ -31,11 +31,5 @@ const unsigned char ${SYMBOL}[] = {
 const std::size_t ${SYMBOL}_size = ${_size};
 }  // namespace ${NAMESPACE}
 ")
-# Only touch the output when it changes, so an unchanged file does not recompile.
-if(EXISTS "${OUTPUT}")
-  file(READ "${OUTPUT}" _old)
-  if(_old STREQUAL _text)
-    return()
-  endif()
-endif()
-file(WRITE "${OUTPUT}" "${_text}")
+include("${CMAKE_CURRENT_LIST_DIR}/write_if_changed.cmake")
+write_if_changed("${OUTPUT}" "${_text}")

@@ -35,10 +35,5 @@ ${_entries}};
 const std::size_t template_file_count = ${_index};
 }  // namespace hookhost::embedded
 ")
-if(EXISTS "${OUTPUT}")
-  file(READ "${OUTPUT}" _old)
-  if(_old STREQUAL _text)
-    return()
-  endif()
-endif()
-file(WRITE "${OUTPUT}" "${_text}")
+include("${CMAKE_CURRENT_LIST_DIR}/write_if_changed.cmake")
+write_if_changed("${OUTPUT}" "${_text}")

@@ -153,15 +153,23 @@ struct RunResult {
 };
 
 namespace detail {
-// The script a HookTest gives its workload (not part of the API).
+// A failed attempt at a step, as the script asks for it.
+struct ScriptedFault {
+  StepStatus status = StepStatus::error;
+  std::string message;
+  bool every_attempt = false;  // false: the first attempt fails, the next one runs
+};
+
+// The script of the harness's workload (not part of the API).
 struct Script {
   int64_t start_step = 0;
   int64_t end_of_data_step = 11;
+  std::string end_of_data_message;  // empty: "the script has no data for step N"
+  bool builtin_values = true;       // global_step, loss, learning_rate, weights, bias
   std::map<std::string, std::function<Value(int64_t)>> values;
   std::map<std::pair<std::string, int64_t>, Value> values_at;
   std::set<std::string> feedable;
-  std::map<int64_t, int> recoverable_errors;
-  std::set<int64_t> workload_errors;
+  std::map<int64_t, std::vector<ScriptedFault>> faults;  // by the step attempted
   std::map<int64_t, std::pair<std::string, hh_stop_cause>> stops;
 };
 }  // namespace detail

@@ -3,6 +3,8 @@
 #include "check/failing_hook.hpp"
 #include "hookhost/host/params.hpp"
 #include "sandbox/process_dispatch.hpp"
+#include "testing/call_recorder.hpp"
+#include "testing/scripted_workload.hpp"
 
 namespace hookhost::check {
 
@@ -14,6 +16,34 @@ std::string neighbour_name(const std::string& instance) {
   return instance == kNeighbour ? std::string(kNeighbour) + "_2" : kNeighbour;
 }
 
+constexpr const char* kGlobalStep = "global_step";
+
+// The plan as a script of the harness's workload.
+testing::detail::Script workload_script(const std::set<std::string>& names,
+                                        const WorkloadPlan& plan) {
+  testing::detail::Script script;
+  script.builtin_values = false;
+  script.start_step = plan.first_step;
+  script.end_of_data_step = plan.first_step + plan.steps + 1;
+  script.end_of_data_message = "the synthetic workload's data ended";
+  for (const std::string& name : names) {
+    if (name == kGlobalStep) continue;
+    script.feedable.insert(name);
+    if (name == "loss")
+      script.values[name] = [](int64_t step) {
+        return testing::Value(1.0f / (1.0f + 0.01f * static_cast<float>(step)));
+      };
+    else
+      script.values[name] = [](int64_t) { return testing::Value(0.5f); };
+  }
+  script.values[kGlobalStep] = [](int64_t step) { return testing::Value(step); };
+  if (plan.recoverable_error_at)
+    script.faults[*plan.recoverable_error_at + 1].push_back(
+        {StepStatus::aborted,
+         "hookhost check: a recoverable error from the workload (the session was lost)", false});
+  return script;
+}
+
 }  // namespace
 
 RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
@@ -23,7 +53,8 @@ RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
   std::error_code ec;
   std::filesystem::create_directories(spec.run_dir, ec);
 
-  SyntheticSession session(target.names, spec.workload);
+  testing::ScriptedWorkload session(workload_script(target.names, spec.workload));
+  testing::CallLog calls;  // outlives the runtime: destroy() is recorded too
   {
     RuntimeOptions options;
     options.run_dir = spec.run_dir;
@@ -42,9 +73,9 @@ RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
     try {
       const ResolvedParams params = resolve_params(plugin.metadata(), target.instance, spec.params);
       runtime.add_hook(plugin.metadata().id, 1, settings, [&](const hh_host& host) {
-        return std::make_unique<ObservedDispatch>(
-            make_process_dispatch(plugin, target.instance, params, host, sandbox), out.calls,
-            session);
+        return testing::recording_dispatch(
+            make_process_dispatch(plugin, target.instance, params, host, sandbox), calls,
+            spec.workload.first_step);
       });
       out.created = true;
     } catch (const ConfigError& e) {
@@ -67,8 +98,8 @@ RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
                                    "hookhost check: a stop requested by the embedding program");
             if (sample != spec.memory_samples_after.end() && steps == *sample) {
               ++sample;
-              if (out.calls.runner_lost) continue;
-              if (const auto bytes = resident_bytes(out.calls.runner_pid))
+              if (calls.runner_lost) continue;
+              if (const auto bytes = resident_bytes(calls.runner_pid))
                 out.memory.push_back({steps, *bytes});
             }
           }
@@ -81,6 +112,7 @@ RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
       out.states = runtime.saved_hook_states();
     }
   }  // the runtime destroys the hook here: destroy() is observed too
+  out.calls = judged_calls(calls, session);
   out.log = target.sink->take();
   return out;
 }

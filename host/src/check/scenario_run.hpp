@@ -1,6 +1,7 @@
-// One scenario of a check: a fresh runtime around the synthetic workload, the hook under check in
-// its own hookhost-runner (isolation = process, through the real runtime), optionally a failing
-// hook beside it, driven through a whole lifecycle; what it saw is kept for judging.
+// One scenario of a check: a fresh runtime around the test harness's scripted workload, the hook
+// under check in its own hookhost-runner (isolation = process, through the real runtime) with its
+// calls recorded by the harness, optionally a failing hook beside it, driven through a whole
+// lifecycle; what it saw is kept for judging.
 #pragma once
 
 #include <chrono>
@@ -12,15 +13,28 @@
 #include <string>
 #include <vector>
 
-#include "check/log_capture.hpp"
-#include "check/observed_dispatch.hpp"
+#include "check/call_record.hpp"
 #include "check/runner_memory.hpp"
-#include "check/synthetic_session.hpp"
 #include "hookhost/host/hook_state.hpp"
 #include "hookhost/host/loader.hpp"
 #include "hookhost/host/runtime.hpp"
+#include "testing/log_capture.hpp"
 
 namespace hookhost::check {
+
+using testing::CaptureSink;
+using testing::LogRecord;
+using testing::make_capture_logger;
+
+// The scenario's workload: every name of CheckTarget::names served (a float scalar each,
+// "global_step" as an int64 scalar) and feedable, data until a planned step, and optionally one
+// recoverable error.
+struct WorkloadPlan {
+  int64_t first_step = 0;  // the global step the session starts at (a resumed job's)
+  int64_t steps = 20;      // steps until the end of data
+  // The step attempted at this global step fails once with StepStatus::aborted (recoverable).
+  std::optional<int64_t> recoverable_error_at;
+};
 
 // The plugin under check and what every scenario shares.
 struct CheckTarget {

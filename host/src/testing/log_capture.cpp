@@ -1,11 +1,11 @@
-#include "check/log_capture.hpp"
+#include "testing/log_capture.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include "job/display_text.hpp"
 
-namespace hookhost::check {
+namespace hookhost::testing {
 
 namespace {
 
@@ -49,4 +49,4 @@ std::shared_ptr<spdlog::logger> make_capture_logger(std::shared_ptr<CaptureSink>
   return logger;
 }
 
-}  // namespace hookhost::check
+}  // namespace hookhost::testing

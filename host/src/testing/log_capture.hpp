@@ -1,6 +1,5 @@
-// Keeps what a scenario's runtime and hooks log (every hook logs through a clone of the runtime's
-// logger, so one sink sees all of it): the host's refusals of what a plugin handed it and the
-// errors a hook logs are findings too.
+// Keeps what a runtime and its hooks log (every hook logs through a clone of the runtime's logger,
+// so one sink sees all of it): HookTest reports it, `hookhost check` judges it.
 #pragma once
 
 #include <spdlog/logger.h>
@@ -11,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace hookhost::check {
+namespace hookhost::testing {
 
 struct LogRecord {
   std::string logger;  // "hookhost" for the runtime, else the hook instance's name
@@ -35,4 +34,4 @@ class CaptureSink : public spdlog::sinks::base_sink<std::mutex> {
 // A logger named "hookhost" that writes into `sink`, and also to stderr when `echo` (--verbose).
 std::shared_ptr<spdlog::logger> make_capture_logger(std::shared_ptr<CaptureSink> sink, bool echo);
 
-}  // namespace hookhost::check
+}  // namespace hookhost::testing
