@@ -1,12 +1,11 @@
 // The runner's side of a sandboxed hook instance: the hh_host, hh_run_request and service tables
-// the plugin receives. Each function sends the call and its arguments to the host and returns
-// what the host's real function returned. Calls from the thread running the instance's lifecycle
-// call go over the main channel, in the middle of that call's exchange; calls from any other
-// plugin thread go over the side channel, one at a time, and work at any time.
+// the plugin receives, made from the rows of services/host_functions.hpp. Each function sends the
+// call and its arguments to the host and returns what the host's real function returned. Calls from
+// the thread running the instance's lifecycle call go over the main channel, in the middle of that
+// call's exchange; calls from any other plugin thread go over the side channel, one at a time, and
+// work at any time.
 #pragma once
 
-#include <hookhost/ext/dist.h>
-#include <hookhost/ext/job.h>
 #include <hookhost/hookhost.h>
 
 #include <cstdint>
@@ -14,12 +13,19 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "channel.hpp"
 #include "protocol.hpp"
+#include "services/host_functions.hpp"
 
 namespace hookhost::runner {
+
+template <class... T>
+std::tuple<T...> tables_of(ServiceList<T...>);
+// One C table per built-in service, each function forwarding to the host.
+using ForwardedServices = decltype(tables_of(BuiltinServices{}));
 
 // The runner's two channels to the host.
 struct Connection {
@@ -40,16 +46,12 @@ struct Instance {
   std::string run_dir;
   std::string config_dir;  // hh.job/1's answer, sent with the create message
   std::string plugin_id;
-  uint32_t services = 0;  // kOffers* bits
+  uint32_t services = 0;  // the offered_bit of each service the host offers
 
   hh_host host{};
   hh_run_request request{};
   bool request_open = false;  // during before_run, on the main thread
-  hh_checkpoint_service checkpoint{};
-  hh_summary_service summary{};
-  hh_steps_service steps{};
-  hh_job_service job{};
-  hh_dist_service dist{};
+  ForwardedServices service_tables;
 
   hh_hook* hook = nullptr;
   // The callbacks, copied once as the host does.

@@ -2,11 +2,7 @@
 
 #include <unistd.h>
 
-#include <hookhost/ext/checkpoint.h>
-#include <hookhost/ext/dist.h>
 #include <hookhost/ext/job.h>
-#include <hookhost/ext/steps.h>
-#include <hookhost/ext/summary.h>
 
 #include <optional>
 #include <stdexcept>
@@ -16,6 +12,7 @@
 #include "protocol.hpp"
 #include "runner_group.hpp"
 #include "runtime/create_verdict.hpp"
+#include "services/service.hpp"
 #include "shared_values.hpp"
 #include "support/find_on_path.hpp"
 #include "support/text.hpp"
@@ -55,13 +52,7 @@ std::vector<std::byte> create_payload(const std::string& instance_name, const hh
   const auto* job = static_cast<const hh_job_service*>(host.get_service(&host, HH_SERVICE_JOB));
   w.put_text(job ? job->config_dir(&host) : "");
   w.put_text(plugin_id);
-  uint32_t services = 0;
-  if (job) services |= kOffersJob;
-  if (host.get_service(&host, HH_SERVICE_CHECKPOINT)) services |= kOffersCheckpoint;
-  if (host.get_service(&host, HH_SERVICE_SUMMARY)) services |= kOffersSummary;
-  if (host.get_service(&host, HH_SERVICE_STEPS)) services |= kOffersSteps;
-  if (host.get_service(&host, HH_SERVICE_DIST)) services |= kOffersDist;
-  w.put<uint32_t>(services);
+  w.put<uint32_t>(offered_services(host));
   const ResolvedParams::CValues values = params.c_values();
   w.put<uint32_t>(static_cast<uint32_t>(values.values.size()));
   for (const hh_param_value& v : values.values) {
@@ -77,6 +68,26 @@ std::vector<std::byte> create_payload(const std::string& instance_name, const hh
   }
   const auto bytes = w.bytes();
   return {bytes.begin(), bytes.end()};
+}
+
+template <class... T>
+bool is_builtin_service(const std::string& id, ServiceList<T...>) {
+  return ((id == ServiceTable<T>::id) || ...);
+}
+
+// An embedder's service is a C table of pointers into this process: a runner cannot call it, and
+// get_service there would answer NULL. Such a job is refused at start instead (an embedder's table
+// for a built-in id has the built-in's functions and is forwarded as they are).
+void refuse_embedder_services(const hh_host& host, const std::string& where) {
+  std::string ids;
+  for (const std::string& id : embedder_service_ids(host))
+    if (!is_builtin_service(id, BuiltinServices{})) ids += (ids.empty() ? "" : ", ") + id;
+  if (ids.empty()) return;
+  throw ConfigError(where +
+                    ": isolation = process cannot offer the embedding program's services (" + ids +
+                    "): they are C tables in the host's process, which a hookhost-runner cannot "
+                    "call; run this hook with isolation = none, or leave those services out of "
+                    "RuntimeOptions::services");
 }
 
 class ProcessDispatchImpl final : public ProcessDispatch {
@@ -455,6 +466,8 @@ std::shared_ptr<RunnerGroup> make_runner_group(const std::string& name,
 std::unique_ptr<HookDispatch> make_process_dispatch(
     const LoadedPlugin& plugin, const std::string& instance_name, const ResolvedParams& params,
     const hh_host& host, const SandboxOptions& options, std::shared_ptr<RunnerGroup> group) {
+  refuse_embedder_services(
+      host, describe_hook(instance_name, plugin.metadata().id, plugin.file().string()));
   if (!group) group = make_runner_group("", options);
   auto dispatch = std::make_unique<ProcessDispatchImpl>(plugin, instance_name, params, host,
                                                         options, std::move(group));

@@ -22,31 +22,26 @@ const char* message_type_name(MessageType type) {
   return "unknown";
 }
 
+namespace {
+template <class... F>
+const char* name_of(FunctionList<F...>, ServiceOp op) {
+  const char* name = "unknown";
+  ((op != HostOp::none && F::op == op ? void(name = F::name.text) : void()), ...);
+  return name;
+}
+
+template <class... T>
+uint32_t offered(ServiceList<T...>, const hh_host& host) {
+  return ((host.get_service(&host, ServiceTable<T>::id) ? ServiceTable<T>::offered_bit : 0u) | ...);
+}
+}  // namespace
+
 const char* service_op_name(ServiceOp op) {
-  switch (op) {
-    case ServiceOp::log: return "log";
-    case ServiceOp::log_enabled: return "log_enabled";
-    case ServiceOp::global_step: return "global_step";
-    case ServiceOp::request_stop: return "request_stop";
-    case ServiceOp::should_stop: return "should_stop";
-    case ServiceOp::state_put: return "state_put";
-    case ServiceOp::state_info: return "state_info";
-    case ServiceOp::state_get: return "state_get";
-    case ServiceOp::add_fetch: return "add_fetch";
-    case ServiceOp::add_feed: return "add_feed";
-    case ServiceOp::checkpoint_request: return "hh.checkpoint/1 request";
-    case ServiceOp::checkpoint_last_written: return "hh.checkpoint/1 last_written";
-    case ServiceOp::summary_add_scalar: return "hh.summary/1 add_scalar";
-    case ServiceOp::summary_add_session_log: return "hh.summary/1 add_session_log";
-    case ServiceOp::summary_flush: return "hh.summary/1 flush";
-    case ServiceOp::steps_publish_last_step: return "hh.steps/1 publish_last_step";
-    case ServiceOp::steps_last_step: return "hh.steps/1 last_step";
-    case ServiceOp::dist_group: return "hh.dist/1 rank, world_size, is_chief";
-    case ServiceOp::dist_allreduce: return "hh.dist/1 allreduce";
-    case ServiceOp::dist_broadcast: return "hh.dist/1 broadcast";
-    case ServiceOp::dist_barrier: return "hh.dist/1 barrier";
-  }
-  return "unknown";
+  return name_of(AllHostFunctions{}, op);
+}
+
+uint32_t offered_services(const hh_host& host) {
+  return offered(BuiltinServices{}, host);
 }
 
 void Writer::put_bytes(const void* data, size_t size) {

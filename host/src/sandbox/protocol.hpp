@@ -22,6 +22,8 @@
 // runner -> host, at any time during one of the host's requests (main channel) or at any time at
 // all (side channel, for plugin threads): service_request u16 op, arguments; answered by one
 // service_reply. The host validates each argument as it would a plugin's, through the real hh_host.
+// Protocol 5: every forwarded function is one op with its row's codecs (rank, world_size and
+// is_chief each have their own).
 #pragma once
 
 #include <cstddef>
@@ -34,11 +36,12 @@
 #include <vector>
 
 #include "hookhost/host/plugin_metadata.hpp"
+#include "services/host_functions.hpp"
 
 namespace hookhost::sandbox {
 
 inline constexpr uint32_t kFrameMagic = 0x42534848;  // "HHSB" in memory order
-inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kProtocolVersion = 5;
 
 // A frame fits the default AF_UNIX send buffer (212992 bytes); a longer message is cut into
 // frames. A message is never longer than kMaxMessageBytes: a larger one is refused unread.
@@ -46,6 +49,8 @@ inline constexpr size_t kMaxFrameBytes = 64 * 1024;
 inline constexpr size_t kMaxMessageBytes = size_t{256} * 1024 * 1024;
 // The most bytes of one plugin-supplied blob (a state, a feed's data) the runner sends.
 inline constexpr size_t kMaxTransferBytes = kMaxMessageBytes - 64 * 1024;
+static_assert(std::is_same_v<fn::state_put::Codecs, TypeList<arg::Bytes<kMaxTransferBytes>>>,
+              "state_put's bytes are bounded by what one message carries");
 
 // The runner's file descriptors, set up by the host when it spawns it.
 inline constexpr int kRunnerChannelFd = 3;      // requests and replies of the hook thread
@@ -90,40 +95,16 @@ inline constexpr uint16_t kFrameContinues = 1;  // another frame of this message
 //   4 end                    i32 outcome, i32 stop cause, text reason, i64 global_step
 inline constexpr uint8_t kCallbackCount = 5;
 
-// Host calls a plugin makes in the runner, forwarded with their arguments as the plugin gave them
-// (a NULL pointer travels as an absent optional). Argument and reply layouts are in
-// service_requests.cpp (host) and host/runner/forwarding.cpp (runner), side by side per op.
-enum class ServiceOp : uint16_t {
-  log = 1,
-  log_enabled,
-  global_step,
-  request_stop,
-  should_stop,
-  state_put,
-  state_info,
-  state_get,
-  add_fetch,
-  add_feed,
-  checkpoint_request,
-  checkpoint_last_written,
-  summary_add_scalar,
-  summary_add_session_log,
-  summary_flush,
-  steps_publish_last_step,
-  steps_last_step,
-  dist_group,
-  dist_allreduce,
-  dist_broadcast,
-  dist_barrier,
-};
+// Host calls a plugin makes in the runner, forwarded as a service_request: u16 op, then the
+// arguments as the row of the function (services/host_functions.hpp) says they travel
+// (host_call_codec.hpp); the service_reply is the result, then each argument's reply part.
+using ServiceOp = HostOp;
+// The function an op forwards ("hh.summary/1 add_scalar"), or "unknown".
 const char* service_op_name(ServiceOp op);
 
-// The optional services the host offers the instance (bits of the create message).
-inline constexpr uint32_t kOffersCheckpoint = 1;
-inline constexpr uint32_t kOffersSummary = 2;
-inline constexpr uint32_t kOffersSteps = 4;
-inline constexpr uint32_t kOffersJob = 8;
-inline constexpr uint32_t kOffersDist = 16;
+// The optional services the host offers the instance: ServiceTable<T>::offered_bit of each
+// BuiltinServices table get_service answers for (a u32 of the create message).
+uint32_t offered_services(const hh_host& host);
 
 // How a plugin function ended in the runner.
 enum class CallEnd : uint8_t { returned = 0, exception = 1, unknown_exception = 2 };

@@ -33,11 +33,9 @@ int32_t CheckpointService::last_written(HostServices& caller, char* out_path, si
 }
 
 namespace {
-using A = AfterEnd;
-const hh_checkpoint_service kCheckpoint = {
-    HH_CHECKPOINT_SERVICE_SIZE,
-    entry<"hh.checkpoint/1 request", A::refused, HH_ERROR, &CheckpointService::request>,
-    entry<"hh.checkpoint/1 last_written", A::allowed, 0, &CheckpointService::last_written>};
+const hh_checkpoint_service kCheckpoint =
+    in_process_table<CheckpointFunctions, &CheckpointService::request,
+                     &CheckpointService::last_written>();
 }  // namespace
 
 const void* CheckpointService::table() const {

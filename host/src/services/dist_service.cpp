@@ -239,15 +239,10 @@ hh_status DistService::barrier(HostServices& caller, hh_error*) {
 }
 
 namespace {
-using A = AfterEnd;
-const hh_dist_service kDist = {
-    HH_DIST_SERVICE_SIZE,
-    entry<"hh.dist/1 rank", A::allowed, int32_t{-1}, &DistService::rank>,
-    entry<"hh.dist/1 world_size", A::allowed, int32_t{0}, &DistService::world_size>,
-    entry<"hh.dist/1 is_chief", A::allowed, int32_t{0}, &DistService::is_chief>,
-    entry<"hh.dist/1 allreduce", A::refused, HH_ERROR, &DistService::allreduce>,
-    entry<"hh.dist/1 broadcast", A::refused, HH_ERROR, &DistService::broadcast>,
-    entry<"hh.dist/1 barrier", A::refused, HH_ERROR, &DistService::barrier>};
+const hh_dist_service kDist =
+    in_process_table<DistFunctions, &DistService::rank, &DistService::world_size,
+                     &DistService::is_chief, &DistService::allreduce, &DistService::broadcast,
+                     &DistService::barrier>();
 }  // namespace
 
 const void* DistService::table() const {

@@ -15,10 +15,6 @@ HostTable& service_detail::service_for<HostTable>(HostServices& caller) {
   return caller.owner->services.host;
 }
 
-namespace {
-constexpr char kNoText[] = "";
-}
-
 const char* HostTable::instance_name(HostServices& caller) {
   return caller.instance_name.c_str();
 }
@@ -99,23 +95,14 @@ const void* HostTable::get_service(HostServices& caller, const char* id) {
 }
 
 namespace {
-using A = AfterEnd;
 const hh_host kHostFunctions = [] {
-  hh_host c{};
-  c.struct_size = HH_HOST_SIZE;
+  hh_host c =
+      in_process_table<HostTableFunctions, &HostTable::instance_name, &HostTable::log,
+                       &HostTable::log_enabled, &HostTable::global_step, &HostTable::request_stop,
+                       &HostTable::should_stop, &HostTable::run_dir, &HostTable::state_put,
+                       &HostTable::state_info, &HostTable::state_get, &HostTable::get_service>();
   c.abi_major = HH_ABI_MAJOR;
   c.abi_minor = HH_ABI_MINOR;
-  c.instance_name = entry<"instance_name", A::allowed, kNoText, &HostTable::instance_name>;
-  c.log = entry<"log", A::allowed, NoValue{}, &HostTable::log>;
-  c.log_enabled = entry<"log_enabled", A::allowed, 0, &HostTable::log_enabled>;
-  c.global_step = entry<"global_step", A::allowed, int64_t{0}, &HostTable::global_step>;
-  c.request_stop = entry<"request_stop", A::refused, NoValue{}, &HostTable::request_stop>;
-  c.should_stop = entry<"should_stop", A::allowed, 0, &HostTable::should_stop>;
-  c.run_dir = entry<"run_dir", A::allowed, kNoText, &HostTable::run_dir>;
-  c.state_put = entry<"state_put", A::refused, HH_ERROR, &HostTable::state_put>;
-  c.state_info = entry<"state_info", A::allowed, 0, &HostTable::state_info>;
-  c.state_get = entry<"state_get", A::allowed, HH_ERROR, &HostTable::state_get>;
-  c.get_service = entry<"get_service", A::allowed, nullptr, &HostTable::get_service>;
   return c;
 }();
 }  // namespace

@@ -40,10 +40,7 @@ const char* JobService::config_dir(HostServices& caller) {
 }
 
 namespace {
-constexpr char kNoDir[] = "";
-const hh_job_service kJob = {
-    HH_JOB_SERVICE_SIZE,
-    entry<"hh.job/1 config_dir", AfterEnd::allowed, kNoDir, &JobService::config_dir>};
+const hh_job_service kJob = in_process_table<JobFunctions, &JobService::config_dir>();
 }  // namespace
 
 const void* JobService::table() const {

@@ -70,6 +70,20 @@ void report(hh_error* error, const std::string& message) {
 
 }  // namespace service_detail
 
+std::vector<std::string> ServiceRegistry::embedder_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, table] : embedder_) ids.push_back(id);
+  return ids;
+}
+
+std::vector<std::string> embedder_service_ids(const hh_host& host) {
+  const auto* caller = static_cast<const HostServices*>(host.host_data);
+  if (!caller || caller->magic != HostServices::kMagic || &caller->c != &host ||
+      caller->orphaned.load(std::memory_order_acquire))
+    return {};
+  return caller->owner->services.embedder_ids();
+}
+
 const void* ServiceRegistry::find(std::string_view id) const {
   if (auto it = embedder_.find(id); it != embedder_.end()) return it->second;
   for (const HostService* s :

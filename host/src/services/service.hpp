@@ -2,6 +2,7 @@
 // table. A service derives from HostService and writes only its own logic; the entry template
 // below resolves the caller from the handle, applies the after-end rule, and turns exceptions into
 // the function's failure value and message, in one place (as spdlog's sinks share base_sink).
+// in_process_table builds a C table from the rows of host_functions.hpp, one method per row.
 #pragma once
 
 #include <hookhost/hookhost.h>
@@ -10,6 +11,10 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "host_functions.hpp"
 
 namespace hookhost {
 
@@ -37,21 +42,6 @@ class Refusal : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-// Whether a function may still be used once the instance's end() has returned.
-enum class AfterEnd { allowed, refused };
-
-// A function's name as a template argument ("hh.summary/1 add_scalar"), for every message.
-template <std::size_t N>
-struct FunctionName {
-  char text[N];
-  constexpr FunctionName(const char (&s)[N]) {
-    for (std::size_t i = 0; i < N; ++i) text[i] = s[i];
-  }
-};
-
-// The failure value of a function returning void.
-struct NoValue {};
 
 namespace service_detail {
 
@@ -129,6 +119,39 @@ struct Entry<Function, Rule, Fallback, Method> {
 // The C function for a service method: `&entry<"hh.x/1 f", AfterEnd::refused, HH_ERROR, &S::f>`.
 template <FunctionName Function, AfterEnd Rule, auto Fallback, auto Method>
 inline constexpr auto entry = &service_detail::Entry<Function, Rule, Fallback, Method>::call;
+
+namespace service_detail {
+
+template <class F, class S, class R, class... C>
+constexpr bool has_signature_of(R (S::*)(HostServices&, C...)) {
+  return std::is_same_v<R, typename F::Result> &&
+         std::is_same_v<TypeList<C...>, typename F::Params>;
+}
+
+template <auto... Methods, class... F>
+auto table_of(FunctionList<F...>) {
+  static_assert(sizeof...(Methods) == sizeof...(F), "one method per row of the list");
+  static_assert((has_signature_of<F>(Methods) && ...), "each method has its row's C signature");
+  using Table = typename FirstOf<FunctionList<F...>>::type::Table;
+  Table table{};
+  table.struct_size = ServiceTable<Table>::size;
+  ((table.*F::field = entry<F::name, F::after_end, F::fallback, Methods>), ...);
+  return table;
+}
+
+}  // namespace service_detail
+
+// The C table of the rows in `List` (host_functions.hpp), each bound to its method in order:
+// `in_process_table<SummaryFunctions, &SummaryService::add_scalar, ...>()`. A method whose
+// signature is not its row's does not compile.
+template <class List, auto... Methods>
+auto in_process_table() {
+  return service_detail::table_of<Methods...>(List{});
+}
+
+// The ids of the services the embedder gave the runtime of `host` (RuntimeOptions::services);
+// none for a host this library did not make.
+std::vector<std::string> embedder_service_ids(const hh_host& host);
 
 // Text a plugin handed over, for the log: cut at `max` bytes (marked "...").
 std::string bounded_text(const char* text, std::size_t max);

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "service.hpp"
 
@@ -115,6 +116,8 @@ class ServiceRegistry {
       : embedder_(embedder_services.begin(), embedder_services.end()) {}
   // The embedder's table for `id`, else a built-in one, else nullptr.
   const void* find(std::string_view id) const;
+  // The ids of the embedder's tables (RuntimeOptions::services).
+  std::vector<std::string> embedder_ids() const;
 
   HostTable host;
   StepsService steps;

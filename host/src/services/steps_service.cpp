@@ -29,11 +29,8 @@ int64_t StepsService::last_step(HostServices& caller) {
 }
 
 namespace {
-using A = AfterEnd;
-const hh_steps_service kSteps = {
-    HH_STEPS_SERVICE_SIZE,
-    entry<"hh.steps/1 publish_last_step", A::refused, HH_ERROR, &StepsService::publish_last_step>,
-    entry<"hh.steps/1 last_step", A::allowed, int64_t{-1}, &StepsService::last_step>};
+const hh_steps_service kSteps =
+    in_process_table<StepsFunctions, &StepsService::publish_last_step, &StepsService::last_step>();
 }  // namespace
 
 const void* StepsService::table() const {

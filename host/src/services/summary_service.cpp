@@ -79,12 +79,9 @@ hh_status SummaryService::flush(HostServices& caller, const char* dir, hh_error*
 }
 
 namespace {
-using A = AfterEnd;
-const hh_summary_service kSummary = {
-    HH_SUMMARY_SERVICE_SIZE,
-    entry<"hh.summary/1 add_scalar", A::allowed, HH_ERROR, &SummaryService::add_scalar>,
-    entry<"hh.summary/1 add_session_log", A::allowed, HH_ERROR, &SummaryService::add_session_log>,
-    entry<"hh.summary/1 flush", A::allowed, HH_ERROR, &SummaryService::flush>};
+const hh_summary_service kSummary =
+    in_process_table<SummaryFunctions, &SummaryService::add_scalar,
+                     &SummaryService::add_session_log, &SummaryService::flush>();
 }  // namespace
 
 const void* SummaryService::table() const {
