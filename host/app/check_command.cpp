@@ -85,19 +85,9 @@ int cmd_check(const std::vector<std::string>& args) {
       "timeout-ms", po::value<int64_t>()->default_value(5000)->value_name("N"),
       "every call's time budget in milliseconds; a call over it is a hang")(
       "verbose,v", "print each scenario's log on stderr, and notes on what was skipped or refused");
-  po::options_description hidden;
-  hidden.add_options()("plugin", po::value<std::vector<std::string>>(), "");
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description positional;
-  positional.add("plugin", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return usage_error(e.what());
-  }
+  const auto parsed = hookhost::app::parse_command_line(args, desc, "plugin", -1, "check ");
+  if (!parsed) return hookhost::app::kExitUsage;
+  const po::variables_map& vm = *parsed;
   if (vm.count("help")) {
     std::cout << "Usage: hookhost check PLUGIN.so [--set KEY=VALUE]... [--json] [--timeout-ms N]"
                  " [--verbose]\n\n"

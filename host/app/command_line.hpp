@@ -1,8 +1,12 @@
 // What every hookhost command shares: its exit statuses and how it reports a usage mistake.
 #pragma once
 
+#include <boost/program_options.hpp>
+
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace hookhost::app {
 
@@ -16,6 +20,31 @@ inline int usage_error(const std::string& message, const std::string& command) {
   std::fprintf(stderr, "hookhost: %s\nRun 'hookhost %s--help' for usage.\n", message.c_str(),
                command.c_str());
   return kExitUsage;
+}
+
+// Parses `args` against `options` plus one hidden positional option `positional` taking up to
+// `max_positional` words (-1: any number), read as a std::vector<std::string>. On a mistake, prints
+// it as usage_error does for `command` and returns nothing.
+inline std::optional<boost::program_options::variables_map> parse_command_line(
+    const std::vector<std::string>& args,
+    const boost::program_options::options_description& options, const char* positional,
+    int max_positional, const std::string& command) {
+  namespace po = boost::program_options;
+  po::options_description hidden;
+  hidden.add_options()(positional, po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positions;
+  positions.add(positional, max_positional);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positions).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    usage_error(e.what(), command);
+    return std::nullopt;
+  }
+  return vm;
 }
 
 }  // namespace hookhost::app

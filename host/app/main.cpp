@@ -407,19 +407,9 @@ int cmd_plugins(const std::vector<std::string>& args) {
   desc.add_options()("help,h", "show this help")(
       "plugin-dir,p", po::value<std::vector<std::string>>()->composing()->value_name("DIR"),
       "a folder of plugins to search first (repeatable)");
-  po::options_description hidden;
-  hidden.add_options()("words", po::value<std::vector<std::string>>(), "");
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description pos;
-  pos.add("words", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return usage_error(e.what(), "plugins ");
-  }
+  const auto parsed = parse_command_line(args, desc, "words", -1, "plugins ");
+  if (!parsed) return kExitUsage;
+  const po::variables_map& vm = *parsed;
   std::vector<std::string> words;
   if (vm.count("words")) words = vm["words"].as<std::vector<std::string>>();
   if (vm.count("help") || words.empty()) {

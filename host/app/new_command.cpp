@@ -105,26 +105,16 @@ int cmd_new(const std::vector<std::string>& args) {
       "cpp (C++20, the SDK, CMake) or c (C99, the C ABI, make)")(
       "dir", po::value<std::string>()->value_name("DIR"),
       "the folder to create (default ./NAME); it must not exist or be empty");
-  po::options_description hidden;
-  hidden.add_options()("name", po::value<std::string>());
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description positional;
-  positional.add("name", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return usage_error(e.what());
-  }
+  const auto parsed = hookhost::app::parse_command_line(args, desc, "name", 1, "new ");
+  if (!parsed) return hookhost::app::kExitUsage;
+  const po::variables_map& vm = *parsed;
   if (vm.count("help")) {
     std::cout << desc << kNewHelp;
     return kExitOk;
   }
   if (!vm.count("name"))
     return usage_error("'new' needs the hook's NAME, e.g. hookhost new loss_guard");
-  const std::string name = vm["name"].as<std::string>();
+  const std::string name = vm["name"].as<std::vector<std::string>>().front();
   if (!std::regex_match(name, std::regex("[a-z][a-z0-9_]{0,62}")))
     return usage_error("'" + name +
                        "' cannot be a hook name: use lowercase letters, digits and '_', starting "
