@@ -27,7 +27,7 @@
 #include "job/signal_bridge.hpp"
 #include "plugins/trust.hpp"
 #include "sandbox/process_dispatch.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 #include "support/find_on_path.hpp"
 #include "support/text.hpp"
 #include "workloads/registry.hpp"

@@ -4,7 +4,10 @@
 
 #include <cstring>
 
-#include "runtime/runtime_impl.hpp"
+#include <spdlog/spdlog.h>
+
+#include "context/host_services.hpp"
+#include "services.hpp"
 
 namespace hookhost {
 
@@ -18,22 +21,6 @@ void copy_cut(std::string_view text, char* out, std::size_t capacity) {
   const std::size_t n = std::min(text.size(), capacity - 1);
   std::memcpy(out, text.data(), n);
   out[n] = '\0';
-}
-
-HostServices* HostServices::from(const hh_host* host, const char* function) {
-  auto* s = host ? static_cast<HostServices*>(host->host_data) : nullptr;
-  if (s && s->magic == kMagic && &s->c == host) return s;
-  // Nothing trustworthy to log through but the default logger.
-  spdlog::error(
-      "a plugin called hh_host.{} with a host pointer this host never issued{}; call "
-      "refused (plugin misbehaving)",
-      function, host ? "" : " (NULL)");
-  return nullptr;
-}
-
-void HostServices::misuse(const char* function, const std::string& what) const {
-  logger->error("plugin misbehaving: {} {} ({}, plugin '{}'); call refused", function, what,
-                instance_name, plugin_id);
 }
 
 namespace service_detail {

@@ -26,7 +26,7 @@
 #include "plugins/elf_note.hpp"
 #include "plugins/trust.hpp"
 #include "sandbox/process_dispatch.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 
 namespace hookhost::testing {
 
