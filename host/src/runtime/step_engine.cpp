@@ -361,9 +361,13 @@ bool StepEngine::before_calls(const hh_run_context& ctx,
 std::string StepEngine::device_refusal(Slot& slot, const std::string& name, const Tensor& value) {
   const hh_device device = value.device();
   if (device.type == HH_DEVICE_CPU) return {};
-  // Plugin code: it runs as this hook, not as the hook whose per-step call ran last.
+  // Plugin code: it runs as this hook, not as the hook whose per-step call ran last, and crash
+  // blame names it.
   t_current_call = slot.services.get();
-  if (slot.dispatch->accepts_device(device)) return {};
+  running_.enter(slot.services.get());
+  const bool accepted = slot.dispatch->accepts_device(device);
+  running_.leave();
+  if (accepted) return {};
   return "the fetched value '" + name + "' lives on " + device_name(device) +
          ", and this hook does not declare that it takes device values (extension " +
          HH_EXTENSION_DEVICE_VALUES + ")";
