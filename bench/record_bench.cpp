@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
-#include "services/event_writer.hpp"
+#include "storage/event_writer.hpp"
 
 namespace {
 

@@ -28,9 +28,9 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include "runtime/checkpoint_writer.hpp"
-#include "services/checkpoint.hpp"
-#include "services/event_writer.hpp"
+#include "storage/checkpoint_writer.hpp"
+#include "storage/checkpoint.hpp"
+#include "storage/event_writer.hpp"
 
 #include "plugin_harness.hpp"
 #include "test_support.hpp"

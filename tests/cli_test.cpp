@@ -9,7 +9,7 @@
 
 #include <hookhost/version.h>
 
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
 #include "test_support.hpp"

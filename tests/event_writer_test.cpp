@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <future>
 #include <limits>
-#include "services/event_writer.hpp"
+#include "storage/event_writer.hpp"
 #include <regex>
 #include <string>
 #include <string_view>

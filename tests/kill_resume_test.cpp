@@ -11,7 +11,7 @@
 #include <set>
 
 #include "event_file_reader.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
 #include "test_support.hpp"

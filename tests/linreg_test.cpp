@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "process.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 #include "test_support.hpp"
 
 namespace hookhost {

@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 #include <string>
 #include <vector>
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "plugin_harness.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 
 namespace hookhost::testing {
 namespace {

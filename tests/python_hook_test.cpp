@@ -17,7 +17,7 @@
 
 #include "plugin_harness.hpp"
 #include "process.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -1,15 +1,20 @@
 // The one door of every host service (host/src/services/service.hpp), tested alone: a made-up
 // service behind the entry template, called through its C function pointers the way a plugin
-// calls them.
+// calls them; then the built-in services over a small ServiceContext, without a runtime.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <spdlog/sinks/ostream_sink.h>
 
+#include <hookhost/ext/checkpoint.h>
+#include <hookhost/ext/steps.h>
+
 #include <sstream>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 #include "services/service.hpp"
+#include "services/services.hpp"
 
 namespace hookhost {
 
@@ -135,6 +140,78 @@ TEST_F(ServiceEntry, AnErrorBufferWithoutItsStructSizeIsLeftUntouched) {
   raw.struct_size = 0;
   EXPECT_EQ(kWrite(host(), "x", &raw), HH_ERROR);
   EXPECT_EQ(raw.message[0], 'z');
+}
+
+// The built-in services read and change the job only through the context they are given.
+class BuiltinServices : public ::testing::Test {
+ protected:
+  BuiltinServices() {
+    caller_.logger = logger_;
+    caller_.instance_name = "probe-instance";
+    caller_.plugin_id = "probe-plugin";
+    caller_.context = &context_;
+    HostTable::fill(caller_);
+  }
+  const hh_host* host() const { return &caller_.c; }
+  template <class T>
+  const T* service(const char* id) const {
+    return static_cast<const T*>(caller_.c.get_service(host(), id));
+  }
+
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::logger> logger_ = std::make_shared<spdlog::logger>(
+      "probe-instance", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
+  JobState job_{logger_};
+  RunningCall running_;
+  EventWriters event_writers_;
+  ServiceRegistry registry_{{}};
+  ServiceContext context_{job_, running_, event_writers_, registry_,
+                          ServiceSettings{16, "config", nullptr, std::chrono::milliseconds(100)}};
+  HostServices caller_;
+};
+
+TEST_F(BuiltinServices, TheStepAndStopsAreTheJobStates) {
+  job_.set_global_step(12);
+  EXPECT_EQ(caller_.c.global_step(host()), 12);
+  EXPECT_EQ(caller_.c.should_stop(host()), 0);
+  caller_.c.request_stop(host(), "enough");
+  EXPECT_EQ(caller_.c.should_stop(host()), 1);
+  EXPECT_EQ(job_.stop().cause, HH_STOP_CAUSE_HOOK);
+  EXPECT_EQ(job_.stop().reason, "hook 'probe-instance': enough");
+}
+
+TEST_F(BuiltinServices, StatePutKeepsToTheJobsLimit) {
+  const std::string fits(16, 'x'), too_big(17, 'x');
+  EXPECT_EQ(caller_.c.state_put(host(), fits.data(), fits.size()), HH_OK);
+  EXPECT_EQ(caller_.c.state_put(host(), too_big.data(), too_big.size()), HH_ERROR);
+  EXPECT_THAT(log_.str(), HasSubstr("17 bytes is more than the job's state limit of 16 bytes"));
+  size_t size = 0;
+  EXPECT_EQ(caller_.c.state_info(host(), &size, nullptr), 1);
+  EXPECT_EQ(size, 16u);
+}
+
+TEST_F(BuiltinServices, ACheckpointRequestIsRecordedAndTheNewestIsReported) {
+  const auto* checkpoints = service<hh_checkpoint_service>(HH_SERVICE_CHECKPOINT);
+  ASSERT_NE(checkpoints, nullptr);
+  EXPECT_EQ(checkpoints->request(host(), "now"), HH_OK);
+  EXPECT_TRUE(job_.checkpoint_requested());
+  EXPECT_EQ(job_.take_checkpoint_reasons(), "hook 'probe-instance': now");
+  int64_t step = -1;
+  EXPECT_EQ(checkpoints->last_written(host(), nullptr, 0, &step), 0);
+  job_.set_last_checkpoint(WrittenCheckpoint{"ckpt/model-7.ckpt", 7});
+  char path[64];
+  EXPECT_EQ(checkpoints->last_written(host(), path, sizeof path, &step), 1);
+  EXPECT_STREQ(path, "ckpt/model-7.ckpt");
+  EXPECT_EQ(step, 7);
+}
+
+TEST_F(BuiltinServices, TheLastStepIsTheSmallestPublishedOrTheWorkloads) {
+  const auto* steps = service<hh_steps_service>(HH_SERVICE_STEPS);
+  ASSERT_NE(steps, nullptr);
+  EXPECT_EQ(steps->last_step(host()), -1);
+  job_.set_workload_last_step(100);
+  EXPECT_EQ(steps->publish_last_step(host(), 40), HH_OK);
+  EXPECT_EQ(steps->last_step(host()), 40);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include "services/event_writer.hpp"
+#include "storage/event_writer.hpp"
 #include <optional>
 #include <stdexcept>
 #include <string>

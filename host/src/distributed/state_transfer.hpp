@@ -8,7 +8,7 @@
 #include <string>
 
 #include "hookhost/host/hook_state.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 
 namespace hookhost {
 

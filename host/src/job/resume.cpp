@@ -9,7 +9,7 @@
 #include "hookhost/host/params.hpp"
 #include "job/display_text.hpp"
 #include "job/run_directory.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

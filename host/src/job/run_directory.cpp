@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "job/fresh_start.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

@@ -3,20 +3,12 @@
 // state are taken at one moment whatever the hook order, and never while a step runs. The files
 // are written in the background (checkpoint_writer.hpp): the training thread pays for the copy
 // only.
-#include "services/checkpoint.hpp"
-#include "services/event_writer.hpp"
+#include "storage/checkpoint.hpp"
+#include "storage/event_writer.hpp"
 
 #include "runtime_impl.hpp"
 
 namespace hookhost {
-
-void Runtime::Impl::record_checkpoint_request(const std::string& reason) {
-  std::lock_guard lock(checkpoint_mutex);
-  // The first few reasons are enough for the log line; a hook asking every step must not grow it.
-  if (checkpoint_reasons.size() < 512)
-    checkpoint_reasons += (checkpoint_reasons.empty() ? "" : "; ") + reason;
-  checkpoint_requested = true;
-}
 
 std::filesystem::path Runtime::Impl::checkpoint_folder() const {
   const auto& dir = options.checkpoint_dir;
@@ -24,15 +16,11 @@ std::filesystem::path Runtime::Impl::checkpoint_folder() const {
 }
 
 void Runtime::Impl::write_requested_checkpoint() {
-  if (!checkpoint_requested.exchange(false)) return;
-  std::string reasons;
-  {
-    std::lock_guard lock(checkpoint_mutex);
-    reasons.swap(checkpoint_reasons);
-  }
-  if (failed) {
+  if (!job.take_checkpoint_flag()) return;
+  std::string reasons = job.take_checkpoint_reasons();
+  if (job.failed()) {
     wait_for_checkpoints();  // the newest is the last one asked for before the failure
-    const auto newest = last_checkpoint();
+    const auto newest = job.last_checkpoint();
     log->warn(
         "not writing the checkpoint requested by {}: the job failed, and a failed job never "
         "replaces a good checkpoint{}",
@@ -46,7 +34,7 @@ void Runtime::Impl::submit_snapshot(
     std::string reasons, const std::function<std::map<std::string, SavedHookState>()>& hook_states) {
   CheckpointSave save;
   save.reasons = std::move(reasons);
-  save.checkpoint.global_step = live_step.load();
+  save.checkpoint.global_step = job.global_step();
   // At most one save in flight: wait for the previous one before taking the snapshot, so no more
   // than one snapshot exists besides the live state. The state cannot change meanwhile: this is
   // the training thread.
@@ -67,9 +55,7 @@ void Runtime::Impl::checkpoint_failed(int64_t global_step, const std::string& re
                                       const std::string& why) {
   log->error("could not write the checkpoint at global step {} requested by {}: {}", global_step,
              reasons, why);
-  std::lock_guard lock(checkpoint_mutex);
-  ++checkpoint_failures;
-  checkpoint_error = "global step " + std::to_string(global_step) + ": " + why;
+  job.count_checkpoint_failure("global step " + std::to_string(global_step) + ": " + why);
 }
 
 void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
@@ -86,10 +72,7 @@ void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
     const std::filesystem::path file =
         write_checkpoint(checkpoint_folder(), options.checkpoint_basename, save.checkpoint,
                          options.keep_checkpoints);
-    {
-      std::lock_guard lock(checkpoint_mutex);
-      newest_checkpoint = WrittenCheckpoint{file, save.checkpoint.global_step};
-    }
+    job.set_last_checkpoint(WrittenCheckpoint{file, save.checkpoint.global_step});
     log->info("wrote checkpoint {} (requested by {})", file.string(), save.reasons);
   } catch (const std::exception& e) {
     checkpoint_failed(save.checkpoint.global_step, save.reasons, e.what());
@@ -101,11 +84,6 @@ void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
 void Runtime::Impl::wait_for_checkpoints() {
   if (checkpoint_writer.busy()) log->debug("waiting for the checkpoint being written");
   checkpoint_writer.wait_idle();
-}
-
-std::optional<WrittenCheckpoint> Runtime::Impl::last_checkpoint() const {
-  std::lock_guard lock(checkpoint_mutex);
-  return newest_checkpoint;
 }
 
 void Runtime::Impl::adopt_restored_state(HostServices& services) const {
@@ -127,11 +105,11 @@ void Runtime::Impl::adopt_restored_state(HostServices& services) const {
 }
 
 void Runtime::request_checkpoint(const std::string& reason) {
-  impl_->record_checkpoint_request(reason.empty() ? "the embedding program" : reason);
+  impl_->job.record_checkpoint_request(reason.empty() ? "the embedding program" : reason);
 }
 
 std::optional<WrittenCheckpoint> Runtime::last_checkpoint() const {
-  return impl_->last_checkpoint();
+  return impl_->job.last_checkpoint();
 }
 
 void Runtime::wait_for_checkpoints() {

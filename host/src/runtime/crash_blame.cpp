@@ -11,7 +11,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 
 namespace hookhost {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 std::atomic<bool> g_installed{false};
 std::atomic<bool> g_program_exits{false};
 constexpr size_t kWatched = 16;
-std::array<std::atomic<const Runtime::Impl*>, kWatched> g_runtimes{};
+std::array<std::atomic<const RunningCall*>, kWatched> g_runtimes{};
 constexpr std::array<int, 5> kFatalSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 struct sigaction g_previous[NSIG];
 // The C library's sigaction, resolved at install time. A program may define its own sigaction
@@ -61,41 +62,40 @@ struct Line {
 // from any watched runtime with a call running. A hook's create() and destroy() count as calls.
 // False when no hook call is running.
 bool describe_running_call(Line& line) {
-  const Runtime::Impl* owner = nullptr;
-  const Slot* slot = nullptr;
+  const RunningCall* running = nullptr;
+  const HostServices* in_call = nullptr;   // whose lifecycle call runs
   const HostServices* instance = nullptr;  // whose create() or destroy() runs
   const HostServices* here = t_current_call;
-  // An orphaned instance's runtime may be gone: its owner is not read.
-  if (here && !here->orphaned.load(std::memory_order_relaxed)) {
-    owner = here->owner;
-    slot = owner ? owner->running_slot.load(std::memory_order_acquire) : nullptr;
-    if (!slot && owner && owner->instance_call.load(std::memory_order_acquire) == here)
-      instance = here;
+  // An orphaned instance's runtime may be gone: its context is not read.
+  if (here && !here->orphaned.load(std::memory_order_relaxed) && here->context) {
+    running = &here->context->running_call();
+    in_call = running->instance();
+    if (!in_call && running->instance_call() == here) instance = here;
   }
-  const bool this_thread = slot != nullptr || instance != nullptr;
-  for (size_t i = 0; !slot && !instance && i < kWatched; ++i) {
-    owner = g_runtimes[i].load(std::memory_order_acquire);
-    if (!owner) continue;
-    slot = owner->running_slot.load(std::memory_order_acquire);
-    if (!slot) instance = owner->instance_call.load(std::memory_order_acquire);
+  const bool this_thread = in_call != nullptr || instance != nullptr;
+  for (size_t i = 0; !in_call && !instance && i < kWatched; ++i) {
+    running = g_runtimes[i].load(std::memory_order_acquire);
+    if (!running) continue;
+    in_call = running->instance();
+    if (!in_call) instance = running->instance_call();
   }
-  if (!slot && !instance) return false;
+  if (!in_call && !instance) return false;
   const char* callback_name = nullptr;
-  if (slot) {
-    line.add(slot->services->blame_name.c_str());
-    const int callback = owner->running_callback.load(std::memory_order_relaxed);
+  if (in_call) {
+    line.add(in_call->blame_name.c_str());
+    const int callback = running->callback();
     if (callback >= 0 && static_cast<size_t>(callback) < kCallbackNames.size())
       callback_name = kCallbackNames[static_cast<size_t>(callback)];
   } else {
     line.add(instance->blame_name.c_str());
-    callback_name = owner->instance_call_name.load(std::memory_order_relaxed);
+    callback_name = running->instance_call_name();
   }
   if (callback_name) {
     line.add(" in ");
     line.add(callback_name);
   }
   line.add(" at global step ");
-  line.add(owner->running_step.load(std::memory_order_relaxed));
+  line.add(running->step());
   if (!this_thread) line.add(" (the fault was on another thread, maybe one the plugin started)");
   return true;
 }
@@ -161,16 +161,16 @@ void CrashBlame::program_exits() {
   g_program_exits.store(true);
 }
 
-void CrashBlame::watch(const Runtime::Impl* runtime) {
+void CrashBlame::watch(const RunningCall* running) {
   for (auto& slot : g_runtimes) {
-    const Runtime::Impl* expected = nullptr;
-    if (slot.compare_exchange_strong(expected, runtime)) return;
+    const RunningCall* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, running)) return;
   }
 }
 
-void CrashBlame::unwatch(const Runtime::Impl* runtime) {
+void CrashBlame::unwatch(const RunningCall* running) {
   for (auto& slot : g_runtimes) {
-    const Runtime::Impl* expected = runtime;
+    const RunningCall* expected = running;
     slot.compare_exchange_strong(expected, nullptr);
   }
 }

@@ -6,7 +6,7 @@
 // install time (never a sigaction the program defines, such as the hookhost program's guard).
 #pragma once
 
-#include "hookhost/host/runtime.hpp"
+#include "context/running_call.hpp"
 
 namespace hookhost {
 
@@ -20,9 +20,9 @@ class CrashBlame {
   static void install();
   // The program's own way out: exit() and _exit() from now on are not a plugin's.
   static void program_exits();
-  // Runtimes whose running call a crash on a thread without a hook call is blamed on.
-  static void watch(const Runtime::Impl* runtime);
-  static void unwatch(const Runtime::Impl* runtime);
+  // Runtimes' running calls, which a crash on a thread without a hook call is blamed on.
+  static void watch(const RunningCall* running);
+  static void unwatch(const RunningCall* running);
   // Called by the _exit interposer in the program; writes the blame line when a plugin called
   // it, and returns the status to exit with.
   static int exit_status_for(const char* function, int status);

@@ -4,10 +4,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <array>
 #include <mutex>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 #include "support/text.hpp"
 
 namespace hookhost {
@@ -113,15 +116,15 @@ bool refuse_plugin_signal_change(int signal, const void* caller, const char* fun
       ": refused, the host keeps its own handler (it needs it for a clean stop and for naming "
       "crashes); run this hook with isolation = process if it must handle signals";
   const HostServices* call = t_current_call;
-  const Runtime::Impl* owner = call ? call->owner : nullptr;
-  const Slot* slot = owner ? owner->running_slot.load() : nullptr;
+  const bool reachable = call && !call->orphaned.load() && call->context;
+  const RunningCall* running = reachable ? &call->context->running_call() : nullptr;
   if (call && !call->blame_name.empty()) {
     std::string in = " outside its lifecycle calls";
-    if (slot && slot->services.get() == call) {
-      const int callback = owner->running_callback.load();
+    if (running && running->instance() == call) {
+      const int callback = running->callback();
       if (callback >= 0 && static_cast<size_t>(callback) < kCallbackNames.size())
         in = std::string(" in ") + kCallbackNames[static_cast<size_t>(callback)] +
-             " at global step " + std::to_string(owner->running_step.load());
+             " at global step " + std::to_string(running->step());
     }
     call->logger->error("{}{} called {}{}", call->blame_name, in, what, advice);
   } else {

@@ -20,14 +20,14 @@ void Runtime::Impl::agree_across_processes(bool decide_checkpoint) {
   // A request made from another thread after this point waits for the next boundary: every
   // process must decide on the same requests. A boundary that does not decide on checkpoints
   // leaves the request for the next one.
-  const bool asked = decide_checkpoint && checkpoint_requested.exchange(false);
+  const bool asked = decide_checkpoint && job.take_checkpoint_flag();
   Communicator& comm = *options.communicator;
   const int64_t size = comm.size(), rank = comm.rank();
-  const bool chief_has_news = comm.is_chief() && chief_checkpoint_unshared();
-  const Ending mine = failed                  ? Ending::failed
-                      : stop_requested.load() ? Ending::stopped
-                      : end_of_data           ? Ending::end_of_data
-                                              : Ending::none;
+  const bool chief_has_news = comm.is_chief() && job.checkpoint_unshared();
+  const Ending mine = job.failed()           ? Ending::failed
+                      : job.stop_requested() ? Ending::stopped
+                      : job.end_of_data()    ? Ending::end_of_data
+                                             : Ending::none;
   // One allreduce of one integer, the minimum wins: the ending kind, then the lowest rank of a
   // process that ends the job, then "more to agree on". A process that does not end the job votes
   // rank 0, so while nobody ends it every process votes the same upper part and the lowest bit is
@@ -51,11 +51,11 @@ void Runtime::Impl::agree_across_processes(bool decide_checkpoint) {
     // The winner's cause and reason, once per job: every process ends with the same words.
     std::string message;
     if (winner == rank) {
-      std::lock_guard lock(stop_mutex);
-      const std::string& reason = ending == Ending::failed    ? failure_reason
-                                  : ending == Ending::stopped ? stop_reason
+      const JobState::Stop stop = job.stop();
+      const std::string& reason = ending == Ending::failed    ? job.failure_reason()
+                                  : ending == Ending::stopped ? stop.reason
                                                               : result.reason;
-      message = std::to_string(static_cast<int>(stop_cause)) + "\n" + reason;
+      message = std::to_string(static_cast<int>(stop.cause)) + "\n" + reason;
     }
     comm.broadcast(message, winner);
     const std::size_t newline = message.find('\n');
@@ -67,23 +67,15 @@ void Runtime::Impl::agree_across_processes(bool decide_checkpoint) {
       reason += where;
     switch (ending) {
       case Ending::failed:
-        if (!failed || failure_reason != reason) {
+        if (!job.failed() || job.failure_reason() != reason) {
           if (winner != rank) log->error("the job fails: {}", reason);
-          failure_logged = true;
+          job.mark_failure_logged();
         }
-        failed = true;
-        failure_reason = reason;
+        job.replace_failure(reason);
         break;
-      case Ending::stopped: {
-        std::lock_guard lock(stop_mutex);
-        if (!stop_requested.exchange(true) || stop_reason != reason)
-          log->info("the job stops: {}", reason);
-        stop_cause = cause;
-        stop_reason = reason;
-        break;
-      }
+      case Ending::stopped: job.adopt_agreed_stop(cause, reason); break;
       case Ending::end_of_data:
-        end_of_data = true;
+        job.set_end_of_data();
         result.reason = reason;
         break;
       case Ending::none: break;
@@ -91,22 +83,15 @@ void Runtime::Impl::agree_across_processes(bool decide_checkpoint) {
     agreed_stop = true;
   }
   if (anyone_asked) {
-    if (!asked) {
-      std::lock_guard lock(checkpoint_mutex);
-      if (checkpoint_reasons.empty()) checkpoint_reasons = "a hook on another process";
-    }
+    if (!asked) job.name_checkpoint_requester("a hook on another process");
     write_agreed_checkpoint();
   }
 }
 
 void Runtime::Impl::write_agreed_checkpoint() {
   Communicator& comm = *options.communicator;
-  std::string reasons;
-  {
-    std::lock_guard lock(checkpoint_mutex);
-    reasons.swap(checkpoint_reasons);
-  }
-  if (failed) {  // agreed: every process skips it
+  std::string reasons = job.take_checkpoint_reasons();
+  if (job.failed()) {  // agreed: every process skips it
     if (comm.is_chief())
       log->warn(
           "not writing the checkpoint requested by {}: the job failed, and a failed job never "
@@ -132,31 +117,19 @@ void Runtime::Impl::write_agreed_checkpoint() {
   });
 }
 
-bool Runtime::Impl::chief_checkpoint_unshared() const {
-  std::lock_guard lock(checkpoint_mutex);
-  if (!newest_checkpoint) return false;
-  return !shared_checkpoint || shared_checkpoint->global_step != newest_checkpoint->global_step ||
-         shared_checkpoint->file != newest_checkpoint->file;
-}
-
 void Runtime::Impl::share_chief_checkpoint() {
   Communicator& comm = *options.communicator;
   std::string message;
-  if (comm.is_chief()) {
-    std::lock_guard lock(checkpoint_mutex);
-    shared_checkpoint = newest_checkpoint;
-    if (newest_checkpoint)
-      message =
-          std::to_string(newest_checkpoint->global_step) + "\n" + newest_checkpoint->file.string();
-  }
+  if (comm.is_chief())
+    if (const auto newest = job.share_last_checkpoint())
+      message = std::to_string(newest->global_step) + "\n" + newest->file.string();
   comm.broadcast(message, 0);
   if (comm.is_chief() || message.empty()) return;
   const std::size_t newline = message.find('\n');
   if (newline == std::string::npos) return;
-  std::lock_guard lock(checkpoint_mutex);
   // The other processes name the chief's file, the job's one checkpoint at that step.
-  newest_checkpoint =
-      WrittenCheckpoint{message.substr(newline + 1), std::stoll(message.substr(0, newline))};
+  job.set_last_checkpoint(
+      WrittenCheckpoint{message.substr(newline + 1), std::stoll(message.substr(0, newline))});
 }
 
 }  // namespace hookhost

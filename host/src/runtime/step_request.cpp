@@ -1,8 +1,11 @@
 // hh_run_request: what a hook adds to a step in before_run. Every fetch name and fed view is
 // checked here, and a request used outside its before_run is refused.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
-#include "runtime_impl.hpp"
+#include "runtime/step_engine.hpp"
+#include "services/service.hpp"
 
 namespace hookhost {
 namespace {
@@ -22,10 +25,9 @@ RequestBuilder* open_builder(hh_run_request* request, const char* function) {
         function);
     return nullptr;
   }
-  const Runtime::Impl& m = *b->owner;
-  const bool running = m.running_slot.load(std::memory_order_acquire) == b->slot &&
-                       m.running_callback.load(std::memory_order_relaxed) ==
-                           static_cast<int>(Callback::before_run);
+  const RunningCall& call = b->engine->running();
+  const bool running = call.instance() == b->slot->services.get() &&
+                       call.callback() == static_cast<int>(Callback::before_run);
   if (!running || t_current_call != b->slot->services.get()) {
     b->slot->services->misuse(function, running ? "from another thread than its before_run"
                                                 : "on a request whose before_run has returned");
@@ -44,10 +46,11 @@ hh_status add_fetch(hh_run_request* request, const char* name) {
     return HH_ERROR;
   }
   const std::string_view wanted(name);
-  if (!b->owner->fetchable.count(wanted)) {
-    slot.request_error = "before_run asked to fetch '" + bounded_text(name, 200) +
-                         "', which the workload does not provide (it provides: " +
-                         join_names({b->owner->fetchable.begin(), b->owner->fetchable.end()}) + ")";
+  if (!b->engine->can_fetch(wanted)) {
+    slot.request_error =
+        "before_run asked to fetch '" + bounded_text(name, 200) +
+        "', which the workload does not provide (it provides: " +
+        join_names({b->engine->fetchable().begin(), b->engine->fetchable().end()}) + ")";
     return HH_ERROR;
   }
   if (std::find(slot.fetches.begin(), slot.fetches.end(), wanted) == slot.fetches.end())
@@ -72,20 +75,15 @@ hh_status add_feed(hh_run_request* request, const hh_tensor* value) {
     return HH_ERROR;
   }
   const std::string name = value->name;
-  if (!b->owner->feedable.count(name)) {
+  if (!b->engine->can_feed(name)) {
     slot.request_error = "before_run asked to feed '" + bounded_text(name.c_str(), 200) +
                          "', which the workload does not accept (it accepts: " +
-                         join_names({b->owner->feedable.begin(), b->owner->feedable.end()}) + ")";
+                         join_names({b->engine->feedable().begin(), b->engine->feedable().end()}) +
+                         ")";
     return HH_ERROR;
   }
-  const Runtime::Impl& m = *b->owner;
-  std::string other;
-  if (m.caller_feeds && m.caller_feeds->count(name))
-    other = "the caller";
-  else if (auto owner = m.feed_owner.find(name); owner != m.feed_owner.end())
-    other = owner->second;
-  else if (slot.feeds.count(name))
-    other = "this hook itself";
+  std::string other = b->engine->feeder_of(name);
+  if (other.empty() && slot.feeds.count(name)) other = "this hook itself";
   if (!other.empty()) {
     slot.request_error = "feed conflict: hook '" + slot.settings.instance_name + "' and " + other +
                          " both feed '" + name + "'";
@@ -102,13 +100,13 @@ hh_status add_feed(hh_run_request* request, const hh_tensor* value) {
 
 }  // namespace
 
-void init_request(RequestBuilder& builder, Runtime::Impl* owner, Slot* slot) {
+void init_request(RequestBuilder& builder, StepEngine* engine, Slot* slot) {
   builder.c.struct_size = HH_RUN_REQUEST_SIZE;
   builder.c.host_data = &builder;
   builder.c.add_fetch = &add_fetch;
   builder.c.add_feed = &add_feed;
   builder.magic = RequestBuilder::kMagic;
-  builder.owner = owner;
+  builder.engine = engine;
   builder.slot = slot;
 }
 

@@ -1,11 +1,13 @@
 #include "runtime/watchdog.hpp"
 
-#include "runtime/runtime_impl.hpp"
+#include <spdlog/logger.h>
+
+#include "context/host_services.hpp"
 
 namespace hookhost {
 
-CallWatchdog::CallWatchdog(const Runtime::Impl& runtime)
-    : runtime_(runtime), thread_([this] { watch(); }) {}
+CallWatchdog::CallWatchdog(const RunningCall& running, std::shared_ptr<spdlog::logger> log)
+    : running_(running), log_(std::move(log)), thread_([this] { watch(); }) {}
 
 CallWatchdog::~CallWatchdog() {
   {
@@ -18,32 +20,32 @@ CallWatchdog::~CallWatchdog() {
 
 void CallWatchdog::watch() {
   using namespace std::chrono;
-  const Slot* warned_slot = nullptr;
+  const HostServices* warned_instance = nullptr;
   int64_t warned_call = -1;
   nanoseconds next_warning{0};
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, milliseconds(20), [&] { return stopping_; })) {
-    const Slot* slot = runtime_.running_slot.load(std::memory_order_acquire);
-    if (!slot) continue;
-    const milliseconds limit = slot->settings.call_timeout;
+    const HostServices* instance = running_.instance();
+    if (!instance) continue;
+    const int64_t call = running_.serial();
+    if (running_.watched() != instance) continue;  // a direct per-step call: no limit
+    const milliseconds limit = running_.limit();
     if (limit.count() <= 0) continue;
-    const int64_t call = runtime_.call_serial.load(std::memory_order_acquire);
-    const nanoseconds age = steady_clock::now().time_since_epoch() -
-                            nanoseconds(runtime_.running_since_ns.load(std::memory_order_relaxed));
-    if (slot != warned_slot || call != warned_call) {
-      warned_slot = slot;
+    const nanoseconds age =
+        steady_clock::now().time_since_epoch() - nanoseconds(running_.since_ns());
+    if (instance != warned_instance || call != warned_call) {
+      warned_instance = instance;
       warned_call = call;
       next_warning = limit;
     }
     if (age < next_warning) continue;
-    const int callback = runtime_.running_callback.load(std::memory_order_relaxed);
-    runtime_.log->warn(
+    const int callback = running_.callback();
+    log_->warn(
         "{} has been running in {} at global step {} for {} ms, over its "
         "call_timeout_ms = {}; an in-process call cannot be interrupted (isolation = process "
         "would kill it)",
-        slot->services->blame_name,
-        callback >= 0 ? kCallbackNames[static_cast<size_t>(callback)] : "?",
-        runtime_.running_step.load(), duration_cast<milliseconds>(age).count(), limit.count());
+        instance->blame_name, callback >= 0 ? kCallbackNames[static_cast<size_t>(callback)] : "?",
+        running_.step(), duration_cast<milliseconds>(age).count(), limit.count());
     next_warning *= 2;
   }
 }

@@ -7,21 +7,28 @@
 #include <mutex>
 #include <thread>
 
-#include "hookhost/host/runtime.hpp"
+#include <memory>
+
+#include "context/running_call.hpp"
+
+namespace spdlog {
+class logger;
+}
 
 namespace hookhost {
 
 class CallWatchdog {
  public:
-  // Watches the running call of `runtime` on a thread of its own until destroyed.
-  explicit CallWatchdog(const Runtime::Impl& runtime);
+  // Watches `running` on a thread of its own until destroyed; warns on `log`.
+  CallWatchdog(const RunningCall& running, std::shared_ptr<spdlog::logger> log);
   ~CallWatchdog();
   CallWatchdog(const CallWatchdog&) = delete;
   CallWatchdog& operator=(const CallWatchdog&) = delete;
 
  private:
   void watch();
-  const Runtime::Impl& runtime_;
+  const RunningCall& running_;
+  std::shared_ptr<spdlog::logger> log_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

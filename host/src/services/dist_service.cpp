@@ -12,7 +12,8 @@
 #include <mutex>
 #include <vector>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 #include "services.hpp"
 #include "support/text.hpp"
 
@@ -20,7 +21,7 @@ namespace hookhost {
 
 template <>
 DistService& service_detail::service_for<DistService>(HostServices& caller) {
-  return caller.owner->services.dist;
+  return caller.context->services().dist;
 }
 
 namespace {
@@ -49,18 +50,18 @@ void abandon(std::unique_ptr<double[]> buffer) {
 class Collective {
  public:
   Collective(HostServices& caller, Kind kind) : caller_(caller), kind_(kind) {
-    const Runtime::Impl& m = *caller.owner;
-    const Slot* slot = m.running_slot.load(std::memory_order_acquire);
-    const int callback = m.running_callback.load(std::memory_order_relaxed);
-    const bool own_call = slot && slot->services.get() == &caller && callback >= 0;
+    ServiceContext& context = *caller.context;
+    const RunningCall& running = context.running_call();
+    const int callback = running.callback();
+    const bool own_call = running.instance() == &caller && callback >= 0;
     if (!own_call || t_current_call != &caller)
       throw Misuse(own_call ? "from another thread than the lifecycle call running it"
                             : "outside the instance's lifecycle calls (a collective is called from "
                               "begin, after_create_session, before_run, after_run or end, on the "
                               "thread that runs them)");
     callback_ = static_cast<Callback>(callback);
-    step_ = m.live_step.load(std::memory_order_relaxed);
-    timeout_ = m.options.collective_timeout;
+    step_ = context.global_step();
+    timeout_ = context.collective_timeout();
     if (!caller.dist_unusable.empty())
       // Not logged again: the failure that made it unusable was.
       throw std::runtime_error(where() + ": refused, the service is unusable for this hook since " +
@@ -187,7 +188,7 @@ int32_t DistService::world_size(HostServices& caller) {
 }
 
 int32_t DistService::is_chief(HostServices& caller) {
-  const auto& job = caller.owner->options.communicator;
+  const auto& job = caller.context->communicator();
   return !job || job->is_chief() ? 1 : 0;
 }
 

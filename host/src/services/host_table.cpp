@@ -3,16 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 #include "services.hpp"
 
 namespace hookhost {
 
-constinit thread_local const HostServices* t_current_call = nullptr;
-
 template <>
 HostTable& service_detail::service_for<HostTable>(HostServices& caller) {
-  return caller.owner->services.host;
+  return caller.context->services().host;
 }
 
 const char* HostTable::instance_name(HostServices& caller) {
@@ -38,17 +37,17 @@ int32_t HostTable::log_enabled(HostServices& caller, int32_t level) {
 }
 
 int64_t HostTable::global_step(HostServices& caller) {
-  return caller.owner->live_step.load();
+  return caller.context->global_step();
 }
 
 void HostTable::request_stop(HostServices& caller, const char* reason) {
   const std::string text = bounded_text(reason, HH_MAX_STOP_REASON);
-  caller.owner->request_stop(HH_STOP_CAUSE_HOOK, "hook '" + caller.instance_name + "': " +
-                                                     (text.empty() ? "stop requested" : text));
+  caller.context->request_stop(HH_STOP_CAUSE_HOOK, "hook '" + caller.instance_name + "': " +
+                                                       (text.empty() ? "stop requested" : text));
 }
 
 int32_t HostTable::should_stop(HostServices& caller) {
-  return caller.owner->stop_requested.load() ? 1 : 0;
+  return caller.context->stop_requested() ? 1 : 0;
 }
 
 const char* HostTable::run_dir(HostServices& caller) {
@@ -57,7 +56,7 @@ const char* HostTable::run_dir(HostServices& caller) {
 
 hh_status HostTable::state_put(HostServices& caller, const void* data, size_t size) {
   if (!data && size > 0) throw Misuse("with NULL data and size " + std::to_string(size));
-  const size_t limit = caller.owner->options.max_state_bytes;
+  const size_t limit = caller.context->max_state_bytes();
   if (size > limit)
     throw Refusal("state_put refused: " + std::to_string(size) +
                   " bytes is more than the job's state limit of " + std::to_string(limit) +
@@ -91,7 +90,7 @@ const void* HostTable::get_service(HostServices& caller, const char* id) {
   if (!id) return nullptr;
   const size_t n = ::strnlen(id, 256);
   if (n > 255) return nullptr;
-  return caller.owner->services.find(std::string_view(id, n));
+  return caller.context->services().find(std::string_view(id, n));
 }
 
 namespace {

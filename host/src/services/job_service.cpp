@@ -3,7 +3,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 #include "services.hpp"
 
 namespace hookhost {
@@ -12,7 +13,7 @@ namespace fs = std::filesystem;
 
 template <>
 JobService& service_detail::service_for<JobService>(HostServices& caller) {
-  return caller.owner->services.job;
+  return caller.context->services().job;
 }
 
 std::string JobService::working_directory() {
@@ -24,7 +25,7 @@ std::string JobService::working_directory() {
 const char* JobService::config_dir(HostServices& caller) {
   // Made once: the text must stay put for as long as any plugin may hold it.
   std::call_once(once_, [&] {
-    fs::path dir = caller.owner->options.config_dir;
+    fs::path dir = caller.context->config_dir();
     if (dir.empty()) {
       config_dir_ = start_dir_;
       return;

@@ -4,7 +4,11 @@
 
 #include <cstring>
 
-#include "runtime/runtime_impl.hpp"
+#include <spdlog/spdlog.h>
+
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
+#include "services.hpp"
 
 namespace hookhost {
 
@@ -18,22 +22,6 @@ void copy_cut(std::string_view text, char* out, std::size_t capacity) {
   const std::size_t n = std::min(text.size(), capacity - 1);
   std::memcpy(out, text.data(), n);
   out[n] = '\0';
-}
-
-HostServices* HostServices::from(const hh_host* host, const char* function) {
-  auto* s = host ? static_cast<HostServices*>(host->host_data) : nullptr;
-  if (s && s->magic == kMagic && &s->c == host) return s;
-  // Nothing trustworthy to log through but the default logger.
-  spdlog::error(
-      "a plugin called hh_host.{} with a host pointer this host never issued{}; call "
-      "refused (plugin misbehaving)",
-      function, host ? "" : " (NULL)");
-  return nullptr;
-}
-
-void HostServices::misuse(const char* function, const std::string& what) const {
-  logger->error("plugin misbehaving: {} {} ({}, plugin '{}'); call refused", function, what,
-                instance_name, plugin_id);
 }
 
 namespace service_detail {
@@ -81,7 +69,7 @@ std::vector<std::string> embedder_service_ids(const hh_host& host) {
   if (!caller || caller->magic != HostServices::kMagic || &caller->c != &host ||
       caller->orphaned.load(std::memory_order_acquire))
     return {};
-  return caller->owner->services.embedder_ids();
+  return caller->context->services().embedder_ids();
 }
 
 const void* ServiceRegistry::find(std::string_view id) const {

@@ -2,14 +2,15 @@
 // bar) read the smallest such step, or the workload's own last step.
 #include <hookhost/ext/steps.h>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 #include "services.hpp"
 
 namespace hookhost {
 
 template <>
 StepsService& service_detail::service_for<StepsService>(HostServices& caller) {
-  return caller.owner->services.steps;
+  return caller.context->services().steps;
 }
 
 hh_status StepsService::publish_last_step(HostServices&, int64_t step) {
@@ -23,7 +24,7 @@ hh_status StepsService::publish_last_step(HostServices&, int64_t step) {
 int64_t StepsService::last_step(HostServices& caller) {
   const int64_t published = published_.load();
   // The runtime's copy: Session is used on the training thread only, and this runs on any.
-  const int64_t own = caller.owner->workload_last_step.load();
+  const int64_t own = caller.context->workload_last_step();
   if (own >= 0 && (published < 0 || own < published)) return own;
   return published;
 }

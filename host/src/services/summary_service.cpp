@@ -10,15 +10,16 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/runtime_impl.hpp"
+#include "context/host_services.hpp"
+#include "context/service_context.hpp"
 #include "services.hpp"
-#include "services/event_writer.hpp"
+#include "storage/event_writer.hpp"
 
 namespace hookhost {
 
 template <>
 SummaryService& service_detail::service_for<SummaryService>(HostServices& caller) {
-  return caller.owner->services.summaries;
+  return caller.context->services().summaries;
 }
 
 namespace {
@@ -55,7 +56,7 @@ hh_status SummaryService::add_scalar(HostServices& caller, const char* dir, cons
   const std::size_t tag_size = ::strnlen(tag, HH_MAX_TAG_LENGTH + 1);
   if (tag_size > HH_MAX_TAG_LENGTH)
     throw Misuse("tag is longer than " + std::to_string(HH_MAX_TAG_LENGTH) + " bytes");
-  caller.owner->event_writers.for_folder(folder).add_scalar(
+  caller.context->event_writers().for_folder(folder).add_scalar(
       step, std::string_view(tag, tag_size), to_float(value));
   return HH_OK;
 }
@@ -68,13 +69,13 @@ hh_status SummaryService::add_session_log(HostServices& caller, const char* dir,
                  " is not one of HH_SESSION_LOG_START, _STOP, _CHECKPOINT");
   if (checkpoint_path && ::strnlen(checkpoint_path, HH_MAX_PATH_LENGTH + 1) > HH_MAX_PATH_LENGTH)
     throw Misuse("checkpoint_path is longer than " + std::to_string(HH_MAX_PATH_LENGTH) + " bytes");
-  caller.owner->event_writers.for_folder(folder).add_session_log(
+  caller.context->event_writers().for_folder(folder).add_session_log(
       step, status, checkpoint_path ? checkpoint_path : "");
   return HH_OK;
 }
 
 hh_status SummaryService::flush(HostServices& caller, const char* dir, hh_error*) {
-  caller.owner->event_writers.for_folder(event_folder(caller, dir)).flush();
+  caller.context->event_writers().for_folder(event_folder(caller, dir)).flush();
   return HH_OK;
 }
 

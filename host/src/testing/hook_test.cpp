@@ -18,7 +18,7 @@
 #include "plugins/elf_note.hpp"
 #include "plugins/trust.hpp"
 #include "sandbox/process_dispatch.hpp"
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 #include "testing/call_recorder.hpp"
 #include "testing/log_capture.hpp"
 #include "testing/scripted_workload.hpp"

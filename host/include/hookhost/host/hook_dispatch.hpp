@@ -1,9 +1,10 @@
 // The internal interface of one hook instance, whatever its isolation tier: the in-process
 // implementation calls the plugin's C functions, another tier (a child process) sends messages.
-// Every lifecycle call goes through it. The per-step calls of an in-process hook without a
-// call_timeout (when time_every_n_steps > 1) do not: the runtime calls its function pointers
-// directly (Slot::direct_step_calls), so a rule added here for before_run or after_run must be
-// added there too. Ordering, policies and accounting live once, in the runtime.
+// The runtime makes every call in one place (its StepEngine's call path), and that path goes
+// through this interface for every call but one case: the per-step calls (before_run, after_run)
+// of an in-process hook without a call_timeout, when time_every_n_steps > 1, are made on the
+// plugin's function pointers directly, inside the same call path. A rule for every call belongs
+// in that call path, not here. Ordering, policies and accounting live once, in the runtime.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-#include "runtime/checkpoint_writer.hpp"
+#include "storage/checkpoint_writer.hpp"
 
 #include <pthread.h>
 #include <sched.h>

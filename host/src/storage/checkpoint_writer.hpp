@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 
 namespace hookhost {
 

@@ -1,4 +1,4 @@
-#include "services/event_writer.hpp"
+#include "storage/event_writer.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "crc32c.hpp"
 #include "proto/tensorboard_event.pb.h"
+#include "storage/crc32c.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "services/checkpoint.hpp"
+#include "storage/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "crc32c.hpp"
+#include "storage/crc32c.hpp"
 #include "support/unique_fd.hpp"
 
 namespace hookhost {

@@ -1,0 +1,556 @@
+// The calls into the hooks, phase by phase (see step_engine.hpp); what a failed call does is in
+// failure_policy.cpp.
+#include "runtime/step_engine.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+
+#include <hookhost/ext/device_values.h>
+
+#include "runtime/direct_call.hpp"
+#include "runtime/signal_guard.hpp"
+#include "runtime/watchdog.hpp"
+#include "support/text.hpp"
+
+namespace hookhost {
+namespace {
+
+const char* state_name(HookState s) {
+  switch (s) {
+    case HookState::created: return "created";
+    case HookState::begun: return "begun";
+    case HookState::in_session: return "in session";
+    case HookState::in_step: return "in step";
+    case HookState::ended: return "ended";
+    case HookState::destroyed: return "destroyed";
+  }
+  return "?";
+}
+
+std::string device_name(hh_device d) {
+  switch (d.type) {
+    case HH_DEVICE_CPU: return "cpu";
+    case HH_DEVICE_CUDA: return "cuda:" + std::to_string(d.id);
+    case HH_DEVICE_CUDA_HOST: return "cuda_host:" + std::to_string(d.id);
+    case HH_DEVICE_ROCM: return "rocm:" + std::to_string(d.id);
+  }
+  return "device " + std::to_string(d.type) + ":" + std::to_string(d.id);
+}
+
+void record_time(CallStats& st, std::chrono::nanoseconds dt) {
+  ++st.timed_calls;
+  st.total += dt;
+  st.max = std::max(st.max, dt);
+}
+
+// A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
+[[noreturn, gnu::cold]] void out_of_order(const Slot& slot, Callback callback) {
+  throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) +
+                         " on hook '" + slot.settings.instance_name + "' in state " +
+                         state_name(slot.state));
+}
+
+void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {
+  for (HookState s : ok)
+    if (slot.state == s) return;
+  out_of_order(slot, callback);
+}
+void check_state(const Slot& slot, Callback callback, HookState ok) {
+  if (slot.state != ok) [[unlikely]]
+    out_of_order(slot, callback);
+}
+
+bool active(const Slot& slot) {
+  return !slot.disabled;
+}
+bool wants(const Slot& slot, Callback cb) {
+  return slot.implements[static_cast<size_t>(cb)];
+}
+
+}  // namespace
+
+std::string join_names(const std::vector<std::string>& items) {
+  return items.empty() ? "(none)" : join(items, ", ");
+}
+
+std::string during_call(const JobState& job, const char* callback) {
+  return std::string("in ") + callback + " at global step " +
+         std::to_string(job.global_step(std::memory_order_relaxed));
+}
+
+InstanceCallScope::InstanceCallScope(RunningCall& running, const JobState& job,
+                                     const HostServices& services, const char* call)
+    : running_(running), previous_(t_current_call) {
+  t_current_call = &services;
+  running_.set_step(job.global_step(std::memory_order_relaxed));
+  running_.enter_instance_call(&services, call);
+}
+
+InstanceCallScope::~InstanceCallScope() {
+  running_.leave_instance_call();
+  t_current_call = previous_;
+}
+
+// Times the per-step calls of a sampled step with one clock read after each call: a call's
+// time runs from the previous read (the end of the previous call, or the start of the phase).
+struct StepEngine::StepTimer {
+  bool on = false;
+  std::chrono::steady_clock::time_point last{};
+  explicit StepTimer(bool timed) : on(timed) {
+    if (on) last = std::chrono::steady_clock::now();
+  }
+  void record(CallStats& st) {
+    const auto now = std::chrono::steady_clock::now();
+    record_time(st, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last));
+    last = now;
+  }
+};
+
+// Restores the thread's running call when a phase of per-step calls ends, however it ends:
+// direct calls set it per call and leave the restoring to the phase.
+struct StepEngine::PhaseCallScope {
+  const HostServices* previous = t_current_call;
+  PhaseCallScope(RunningCall& running, Callback cb, int64_t step) {
+    running.set_callback(cb);
+    running.set_step(step);
+  }
+  ~PhaseCallScope() { t_current_call = previous; }
+  PhaseCallScope(const PhaseCallScope&) = delete;
+  PhaseCallScope& operator=(const PhaseCallScope&) = delete;
+};
+
+StepEngine::StepEngine(JobState& job, RunningCall& running, std::shared_ptr<spdlog::logger> log,
+                       uint32_t time_every_n_steps)
+    : job_(job),
+      running_(running),
+      log_(std::move(log)),
+      time_every_n_steps_(std::max<uint32_t>(time_every_n_steps, 1)) {}
+
+StepEngine::~StepEngine() = default;
+
+void StepEngine::check_unique(const std::string& instance_name) const {
+  for (const auto& other : slots_)
+    if (other->settings.instance_name == instance_name)
+      throw ConfigError("two hooks are named '" + instance_name +
+                        "'; instance names must be unique");
+}
+
+void StepEngine::add(std::unique_ptr<Slot> slot) {
+  slot->services->blame_name = describe_hook(
+      slot->settings.instance_name, slot->dispatch->plugin_id(), slot->dispatch->plugin_file());
+  for (size_t i = 0; i < kCallbackNames.size(); ++i)
+    slot->implements[i] = slot->dispatch->implements(static_cast<Callback>(i));
+  init_request(slot->request, this, slot.get());
+  slot->added_index = slots_.size();
+  slots_.push_back(std::move(slot));
+}
+
+void StepEngine::start(const std::vector<std::string>& fetchable,
+                       const std::vector<std::string>& feedable) {
+  for (const auto& s : slots_)
+    if (s->settings.call_timeout.count() > 0 && !watchdog_)
+      watchdog_ = std::make_unique<CallWatchdog>(running_, log_);
+  std::stable_sort(slots_.begin(), slots_.end(), [](const auto& a, const auto& b) {
+    return a->settings.order < b->settings.order;
+  });
+  for (const auto& s : slots_)
+    s->direct_step_calls =
+        s->direct_hook && s->settings.call_timeout.count() == 0 && time_every_n_steps_ > 1;
+  fetchable_.insert(fetchable.begin(), fetchable.end());
+  feedable_.insert(feedable.begin(), feedable.end());
+}
+
+void StepEngine::stop_watching() {
+  watchdog_.reset();
+}
+
+void StepEngine::rebuild_step_slots() {
+  step_slots_.clear();
+  for (const auto& sp : slots_)
+    if (!sp->disabled && (sp->implements[static_cast<size_t>(Callback::before_run)] ||
+                          sp->implements[static_cast<size_t>(Callback::after_run)]))
+      step_slots_.push_back(sp.get());
+  step_slots_stale_ = false;
+}
+
+std::string StepEngine::feeder_of(const std::string& name) const {
+  if (caller_feeds_ && caller_feeds_->count(name)) return "the caller";
+  if (auto owner = feed_owner_.find(name); owner != feed_owner_.end()) return owner->second;
+  return {};
+}
+
+template <typename Fn>
+CallResult StepEngine::call(Slot& slot, Callback callback, Fn&& fn) {
+  const HostServices* previous = t_current_call;
+  t_current_call = slot.services.get();
+  running_.set_callback(callback);
+  // Per-step calls have their context's step, set by their phase.
+  if (callback != Callback::before_run && callback != Callback::after_run)
+    running_.set_step(job_.global_step(std::memory_order_relaxed));
+  auto t0 = std::chrono::steady_clock::now();
+  if (watchdog_) {
+    running_.start_watch(slot.services.get(), t0.time_since_epoch().count(),
+                         slot.settings.call_timeout);
+  }
+  running_.enter(slot.services.get());
+  // Not around the per-step calls: see signal_guard.hpp.
+  const bool guard_signals = callback != Callback::before_run && callback != Callback::after_run;
+  std::optional<SignalDispositions> signals;
+  if (guard_signals) signals = SignalDispositions::snapshot();
+  CallResult r = fn();
+  auto dt = std::chrono::steady_clock::now() - t0;
+  running_.leave();
+  t_current_call = previous;
+  if (signals)
+    signals->restore_and_report(*log_, slot.services->blame_name,
+                                during_call(job_, name_of(callback)));
+  CallStats& st = slot.stats[static_cast<size_t>(callback)];
+  ++st.calls;
+  record_time(st, std::chrono::duration_cast<std::chrono::nanoseconds>(dt));
+  return r;
+}
+
+// One before_run or after_run, inside a PhaseCallScope. An in-process hook is called through
+// its own function pointer with the runtime's reused hh_error, and only what crash blame and
+// the [hook-thread] checks need is recorded around it; a CallResult is built only when the call
+// did not return HH_OK (into `result`, and the function returns false). A hook with a
+// call_timeout, or every hook when every call is timed, goes through call() for the watchdog's
+// bookkeeping.
+template <bool kTimed, typename DirectFn, typename DispatchFn>
+bool StepEngine::step_call(Slot& slot, Callback cb, StepTimer& timer, DirectFn&& direct,
+                           DispatchFn&& through_dispatch, std::optional<CallResult>& result) {
+  if (!slot.direct_step_calls) [[unlikely]] {
+    result = call(slot, cb, through_dispatch);
+    if (kTimed) timer.last = std::chrono::steady_clock::now();
+    return result->status == HH_OK;
+  }
+  t_current_call = slot.services.get();
+  running_.enter(slot.services.get());
+  result =
+      call_inprocess([&](hh_error* err) { return direct(slot.direct_hook, err); }, call_error_);
+  running_.leave();
+  ++slot.direct_calls[cb == Callback::before_run ? 0 : 1];
+  if (kTimed) timer.record(slot.stats[static_cast<size_t>(cb)]);
+  return !result;
+}
+
+void StepEngine::begin_all() {
+  for (auto& sp : slots_) {
+    Slot& slot = *sp;
+    check_state(slot, Callback::begin, {HookState::created});
+    slot.begin_called = true;
+    slot.state = HookState::begun;
+    if (!wants(slot, Callback::begin)) continue;
+    CallResult r = call(slot, Callback::begin, [&] { return slot.dispatch->begin(); });
+    handle_result(slot, Callback::begin, r, job_.global_step());
+    if (job_.failed()) return;
+  }
+}
+
+void StepEngine::after_create_session_all(int creation) {
+  hh_session_info info{};
+  info.struct_size = HH_SESSION_INFO_SIZE;
+  info.global_step = job_.global_step();
+  info.creation = static_cast<uint32_t>(creation);
+  for (auto& sp : slots_) {
+    Slot& slot = *sp;
+    if (!active(slot)) continue;
+    check_state(slot, Callback::after_create_session, {HookState::begun, HookState::in_session});
+    slot.state = HookState::in_session;
+    if (!wants(slot, Callback::after_create_session)) continue;
+    CallResult r = call(slot, Callback::after_create_session,
+                        [&] { return slot.dispatch->after_create_session(info); });
+    handle_result(slot, Callback::after_create_session, r, info.global_step);
+    if (job_.failed()) return;
+  }
+}
+
+// Drops what the hooks asked for in an attempt that did not reach after_run.
+void StepEngine::abandon_step() {
+  for (auto& sp : slots_) {
+    if (sp->state == HookState::in_step) sp->state = HookState::in_session;
+    sp->fetches.clear();
+  }
+}
+
+// Adds a hook's fetches and feeds to the step's; the caller's lists are copied only when the
+// first hook adds something.
+void StepEngine::merge_request(Slot& slot, const std::vector<std::string>& caller_fetches) {
+  if (!slot.fetches.empty()) {
+    if (!hooks_fetch_) {
+      step_fetches_.assign(caller_fetches.begin(), caller_fetches.end());
+      hooks_fetch_ = true;
+    }
+    for (const auto& name : slot.fetches)
+      if (std::find(step_fetches_.begin(), step_fetches_.end(), name) == step_fetches_.end())
+        step_fetches_.push_back(name);
+  }
+  if (!slot.feeds.empty()) {
+    if (!hooks_feed_) {
+      merged_feeds_ = *caller_feeds_;
+      hooks_feed_ = true;
+    }
+    for (auto& [name, value] : slot.feeds) {
+      feed_owner_[name] = "hook '" + slot.settings.instance_name + "'";
+      merged_feeds_.insert_or_assign(name, std::move(value));
+    }
+    slot.feeds.clear();
+  }
+}
+
+bool StepEngine::before_step(const hh_run_context& ctx,
+                             const std::vector<std::string>& caller_fetches,
+                             const TensorMap& caller_feeds) {
+  // Per-step calls are timed on one step in time_every_n_steps (a countdown: no division).
+  timed_step_ = untimed_steps_left_ == 0;
+  untimed_steps_left_ = timed_step_ ? time_every_n_steps_ - 1 : untimed_steps_left_ - 1;
+  if (step_slots_stale_) rebuild_step_slots();
+  hooks_fetch_ = false;
+  hooks_feed_ = false;
+  caller_feeds_ = &caller_feeds;
+  if (!feed_owner_.empty()) feed_owner_.clear();
+  if (step_slots_.empty()) return true;
+  return timed_step_ ? before_calls<true>(ctx, caller_fetches)
+                     : before_calls<false>(ctx, caller_fetches);
+}
+
+template <bool kTimed>
+bool StepEngine::before_calls(const hh_run_context& ctx,
+                              const std::vector<std::string>& caller_fetches) {
+  PhaseCallScope scope(running_, Callback::before_run, ctx.global_step);
+  StepTimer timer(kTimed);
+  for (Slot* sp : step_slots_) {
+    Slot& slot = *sp;
+    if (!active(slot)) continue;
+    check_state(slot, Callback::before_run, HookState::in_session);
+    slot.state = HookState::in_step;
+    if (!wants(slot, Callback::before_run)) continue;
+    std::optional<CallResult> failure;
+    const bool ok = step_call<kTimed>(
+        slot, Callback::before_run, timer,
+        [&](hh_hook* h, hh_error* err) {
+          return slot.direct_before_run(h, &ctx, &slot.request.c, err);
+        },
+        [&] { return slot.dispatch->before_run(ctx, slot.request.c); }, failure);
+    if (ok && !slot.request_touched) [[likely]]
+      continue;
+    slot.request_touched = false;
+    CallResult r = failure ? std::move(*failure) : CallResult{};
+    // The host's own reason for a rejected fetch or feed is more precise than the plugin's,
+    // unless the hook's process is gone: that loss is what on_crash must see.
+    if (!slot.request_error.empty() && !r.runner_lost)
+      r = CallResult{HH_ERROR, 0, slot.request_error};
+    slot.request_error.clear();
+    if (!r.ok()) {
+      // A hook that failed in before_run contributes nothing to this step.
+      slot.fetches.clear();
+      slot.feeds.clear();
+      handle_result(slot, Callback::before_run, r, ctx.global_step);
+      if (job_.failed()) return false;
+      if (!active(slot)) slot.state = HookState::in_session;
+      continue;
+    }
+    handle_result(slot, Callback::before_run, r, ctx.global_step);
+    merge_request(slot, caller_fetches);
+  }
+  return true;
+}
+
+// A value on a device this hook did not declare it takes: the call fails instead.
+std::string StepEngine::device_refusal(Slot& slot, const std::string& name, const Tensor& value) {
+  const hh_device device = value.device();
+  if (device.type == HH_DEVICE_CPU) return {};
+  // Plugin code: it runs as this hook, not as the hook whose per-step call ran last, and crash
+  // blame names it.
+  t_current_call = slot.services.get();
+  running_.enter(slot.services.get());
+  const bool accepted = slot.dispatch->accepts_device(device);
+  running_.leave();
+  if (accepted) return {};
+  return "the fetched value '" + name + "' lives on " + device_name(device) +
+         ", and this hook does not declare that it takes device values (extension " +
+         HH_EXTENSION_DEVICE_VALUES + ")";
+}
+
+// The views of the values a hook fetched, in views_buffer_. False when the call must not be
+// made: the job failed (a fetched value is missing) or `refusal` says why this hook is refused.
+bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& refusal) {
+  std::vector<hh_tensor>& views = views_buffer_;  // reused: no allocation per hook per step
+  views.clear();
+  for (const auto& name : slot.fetches) {
+    auto it = values.find(name);
+    if (it == values.end()) {
+      job_.fail("the workload did not return the fetched tensor '" + name + "'");
+      abandon_step();
+      return false;
+    }
+    if (refusal.empty()) refusal = device_refusal(slot, name, it->second);
+    // The map's key names the view: it lives until the step's values go, after every
+    // after_run (slot.fetches is cleared before the call).
+    views.push_back(it->second.view(it->first.c_str()));
+  }
+  return refusal.empty();
+}
+
+void StepEngine::after_step(const hh_run_context& ctx, const TensorMap& values) {
+  if (step_slots_.empty()) return;
+  if (timed_step_)
+    after_calls<true>(ctx, values);
+  else
+    after_calls<false>(ctx, values);
+}
+
+template <bool kTimed>
+void StepEngine::after_calls(const hh_run_context& ctx, const TensorMap& values) {
+  PhaseCallScope scope(running_, Callback::after_run, ctx.global_step);
+  StepTimer timer(kTimed);
+  hh_run_context after_ctx = ctx;
+  hh_run_values no_values{};
+  no_values.struct_size = HH_RUN_VALUES_SIZE;
+  no_values.tensor_stride = sizeof(hh_tensor);
+  for (Slot* sp : step_slots_) {
+    Slot& slot = *sp;
+    if (!active(slot) || slot.state != HookState::in_step) continue;
+    slot.state = HookState::in_session;
+    if (!wants(slot, Callback::after_run)) continue;
+    const hh_run_values* rv = &no_values;
+    hh_run_values fetched;
+    if (!slot.fetches.empty()) [[unlikely]] {
+      fetched = no_values;
+      std::string refusal;
+      const bool gathered = gather_views(slot, values, refusal);
+      slot.fetches.clear();
+      if (!gathered) {
+        if (job_.failed()) return;
+        handle_result(slot, Callback::after_run, CallResult{HH_ERROR, 0, refusal},
+                      job_.global_step(std::memory_order_relaxed));
+        if (job_.failed()) return;
+        continue;
+      }
+      fetched.tensors = views_buffer_.data();
+      fetched.count = static_cast<uint32_t>(views_buffer_.size());
+      rv = &fetched;
+    }
+    after_ctx.stop_requested = job_.stop_requested(std::memory_order_relaxed) ? 1 : 0;
+    std::optional<CallResult> failure;
+    if (step_call<kTimed>(
+            slot, Callback::after_run, timer,
+            [&](hh_hook* h, hh_error* err) {
+              return slot.direct_after_run(h, &after_ctx, rv, err);
+            },
+            [&] { return slot.dispatch->after_run(after_ctx, *rv); }, failure)) [[likely]]
+      continue;
+    // The step the call concerns is the one that ran (its context's step), as in the trace.
+    handle_result(slot, Callback::after_run, *failure, ctx.global_step);
+    if (job_.failed()) return;
+  }
+}
+
+void StepEngine::deliver_end(JobResult& result) {
+  hh_end_info job{};
+  job.struct_size = HH_END_INFO_SIZE;
+  job.global_step = job_.global_step();
+  std::string job_reason;
+  if (job_.failed()) {
+    result.outcome = Outcome::failed;
+    job_reason = job_.failure_reason();
+  } else if (job_.stop_requested()) {
+    JobState::Stop stop = job_.stop();
+    result.outcome = Outcome::stopped;
+    result.stop_cause = stop.cause;
+    job_reason = std::move(stop.reason);
+  } else if (job_.end_of_data()) {
+    result.outcome = Outcome::completed;
+    job_reason = result.reason.empty() ? "end of data" : result.reason;
+  } else {
+    result.outcome = Outcome::stopped;
+    result.stop_cause = HH_STOP_CAUSE_HOST;
+    job_reason = "closed by the host program";
+  }
+  result.reason = job_reason;
+  result.global_step = job_.global_step();
+  job.outcome = result.outcome == Outcome::completed ? HH_OUTCOME_COMPLETED
+                : result.outcome == Outcome::stopped ? HH_OUTCOME_STOPPED
+                                                     : HH_OUTCOME_FAILED;
+  job.stop_cause = result.stop_cause;
+  job.reason = job_reason.c_str();
+
+  std::string end_failure;  // the first end() failure under on_error = fail
+  for (auto& sp : slots_) {
+    Slot& slot = *sp;
+    if (!slot.begin_called || slot.state == HookState::ended || slot.state == HookState::destroyed)
+      continue;
+    hh_end_info info = job;
+    std::string own_reason;
+    if (slot.disabled) {
+      own_reason = "this hook was disabled: " + slot.failure;
+      info.outcome = HH_OUTCOME_FAILED;
+      info.stop_cause = HH_STOP_CAUSE_NONE;
+      info.reason = own_reason.c_str();
+    }
+    slot.state = HookState::ended;
+    // A hook whose runner was lost gets its end in a fresh one while restarts remain: created
+    // again with its newest saved state, begin and after_create_session replayed as at any
+    // restart, then end with the job's outcome. Past max_restarts, it gets none.
+    if (wants(slot, Callback::end) && slot.runner_lost) {
+      const std::string& name = slot.settings.instance_name;
+      std::string why;
+      if (slot.restarts >= slot.settings.max_restarts) {
+        log_->warn(
+            "hook '{}' gets no end(): its runner was lost and its {} restarts are used "
+            "up (max_restarts)",
+            name, slot.restarts);
+      } else if (++slot.restarts; slot.dispatch->restart(&why)) {
+        slot.runner_lost = false;
+        log_->info("hook '{}' restarted with its last saved state to receive end()", name);
+      } else {
+        log_->error("hook '{}' gets no end(): {}", name, why);
+      }
+    }
+    if (wants(slot, Callback::end) && !slot.runner_lost) {
+      CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
+      if (r.status == HH_STOP_REQUESTED)
+        log_->debug("hook '{}' returned HH_STOP_REQUESTED from end: the job is already ending",
+                    slot.settings.instance_name);
+      if (!r.ok()) {
+        ++slot.stats[static_cast<size_t>(Callback::end)].failures;
+        const std::string what = describe(slot, Callback::end, job.global_step) + ": " + r.message;
+        if (slot.settings.on_error == FailurePolicy::fail) {
+          log_->error("{} [on_error=fail: the job fails once every hook had its end]", what);
+          if (end_failure.empty()) end_failure = what;
+        } else {
+          log_->error("{}", what);
+        }
+        if (slot.failure.empty()) slot.failure = "end failed: " + r.message;
+      }
+    }
+    slot.services->ended = true;
+  }
+  if (!end_failure.empty() && result.outcome != Outcome::failed) {
+    result.outcome = Outcome::failed;
+    result.stop_cause = HH_STOP_CAUSE_NONE;
+    result.reason = end_failure;
+    job_.replace_failure(end_failure);
+    job_.mark_failure_logged();
+  }
+}
+
+void StepEngine::destroy_all() {
+  for (auto& sp : slots_) {
+    Slot& slot = *sp;
+    if (slot.state == HookState::destroyed) continue;
+    slot.services->ended = true;
+    const SignalDispositions signals = SignalDispositions::snapshot();
+    std::string error;
+    {
+      InstanceCallScope scope(running_, job_, *slot.services, "destroy");
+      error = slot.dispatch->destroy();
+    }
+    signals.restore_and_report(*log_, slot.services->blame_name, during_call(job_, "destroy"));
+    slot.state = HookState::destroyed;
+    if (!error.empty()) log_->error("{}: {}", slot.services->blame_name, error);
+  }
+}
+
+}  // namespace hookhost

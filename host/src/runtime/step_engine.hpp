@@ -1,0 +1,163 @@
+// The hooks and every call into them: the slots in order, the lifecycle phases (begin, session,
+// before_run / after_run around each step, end, destroy), the per-step slot list, the merging of
+// the hooks' fetches and feeds into the step's, the failure policies, and the running-call record
+// that crash blame, the watchdog and the [hook-thread] checks read.
+// Every plugin call goes through call() (per-step calls through step_call(), which is call() with
+// the direct-call fast path inside it), so timing, the running call and t_current_call are set in
+// one place.
+// Thread rules: the training thread only; what other threads may read is in RunningCall and
+// JobState, which this engine writes.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "context/job_state.hpp"
+#include "context/running_call.hpp"
+#include "runtime/slot.hpp"
+
+namespace hookhost {
+
+class CallWatchdog;
+
+// "a, b, c", or "(none)".
+std::string join_names(const std::vector<std::string>& items);
+
+// "in begin at global step 12", for a signal handler a call replaced.
+std::string during_call(const JobState& job, const char* callback);
+
+// An instance's create() or destroy(), which run outside any slot's lifecycle call: recorded so
+// crash blame names the hook, and the [hook-thread] checks see the instance as the caller.
+class InstanceCallScope {
+ public:
+  InstanceCallScope(RunningCall& running, const JobState& job, const HostServices& services,
+                    const char* call);
+  ~InstanceCallScope();
+  InstanceCallScope(const InstanceCallScope&) = delete;
+  InstanceCallScope& operator=(const InstanceCallScope&) = delete;
+
+ private:
+  RunningCall& running_;
+  const HostServices* previous_;
+};
+
+class StepEngine {
+ public:
+  StepEngine(JobState& job, RunningCall& running, std::shared_ptr<spdlog::logger> log,
+             uint32_t time_every_n_steps);
+  ~StepEngine();
+  StepEngine(const StepEngine&) = delete;
+  StepEngine& operator=(const StepEngine&) = delete;
+
+  // --- composition, before start() ---
+  // Throws ConfigError when a hook of that name exists.
+  void check_unique(const std::string& instance_name) const;
+  void add(std::unique_ptr<Slot> slot);
+  // Orders the hooks, picks the direct per-step calls, starts the watchdog when a hook has a call
+  // timeout, and learns which values the workload gives and takes.
+  void start(const std::vector<std::string>& fetchable, const std::vector<std::string>& feedable);
+  const std::vector<std::unique_ptr<Slot>>& slots() const { return slots_; }
+  bool can_fetch(std::string_view name) const { return fetchable_.count(name) != 0; }
+  bool can_feed(std::string_view name) const { return feedable_.count(name) != 0; }
+
+  // --- phases ---
+  void begin_all();
+  void after_create_session_all(int creation);
+  // before_run of every hook; false when the job failed in it.
+  bool before_step(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches,
+                   const TensorMap& caller_feeds);
+  // What the session runs: the caller's lists, or the merged ones once a hook added to them.
+  const std::vector<std::string>& step_fetches(const std::vector<std::string>& caller) const {
+    return hooks_fetch_ ? step_fetches_ : caller;
+  }
+  const TensorMap& step_feeds(const TensorMap& caller) const {
+    return hooks_feed_ ? merged_feeds_ : caller;
+  }
+  bool hooks_fetched() const { return hooks_fetch_; }
+  // The session returned: the step's feeds are no longer needed.
+  void session_ran() {
+    caller_feeds_ = nullptr;
+    if (hooks_feed_) merged_feeds_.clear();
+  }
+  void after_step(const hh_run_context& ctx, const TensorMap& values);
+  // Drops what the hooks asked for in an attempt that did not reach after_run.
+  void abandon_step();
+  // end() of every hook that began, with the job's outcome in `result` (filled here).
+  void deliver_end(JobResult& result);
+  void destroy_all();
+  // Ends the call watchdog's thread (before the hooks' libraries may go).
+  void stop_watching();
+
+  // --- for the step requests (step_request.cpp) ---
+  const RunningCall& running() const { return running_; }
+  const std::set<std::string, std::less<>>& fetchable() const { return fetchable_; }
+  const std::set<std::string, std::less<>>& feedable() const { return feedable_; }
+  // Who fed `name` this step: "the caller", a hook, or "" when nobody did yet.
+  std::string feeder_of(const std::string& name) const;
+
+ private:
+  // Per-step calls are timed on one step in time_every_n_steps (a countdown: no division).
+  struct StepTimer;
+  struct PhaseCallScope;
+
+  template <typename Fn>
+  CallResult call(Slot& slot, Callback callback, Fn&& fn);
+  template <bool kTimed, typename DirectFn, typename DispatchFn>
+  bool step_call(Slot& slot, Callback cb, StepTimer& timer, DirectFn&& direct,
+                 DispatchFn&& through_dispatch, std::optional<CallResult>& result);
+  template <bool kTimed>
+  bool before_calls(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches);
+  template <bool kTimed>
+  void after_calls(const hh_run_context& ctx, const TensorMap& values);
+  void merge_request(Slot& slot, const std::vector<std::string>& caller_fetches);
+  std::string device_refusal(Slot& slot, const std::string& name, const Tensor& value);
+  bool gather_views(Slot& slot, const TensorMap& values, std::string& refusal);
+
+  // failure_policy.cpp: what a status does (the table in status.h); `step` is the step the call
+  // concerns.
+  void handle_result(Slot& slot, Callback cb, const CallResult& r, int64_t step);
+  void handle_lost_runner(Slot& slot, Callback cb, const CallResult& r, int64_t step);
+  std::string describe(const Slot& slot, Callback cb, int64_t step) const;
+
+  // A slot gets no more calls but end(); the step's slot list is rebuilt before the next step.
+  void disable(Slot& slot) {
+    slot.disabled = true;
+    step_slots_stale_ = true;
+  }
+  void rebuild_step_slots();
+
+  JobState& job_;
+  RunningCall& running_;
+  std::shared_ptr<spdlog::logger> log_;
+  const uint32_t time_every_n_steps_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // in resolved order after start()
+  std::set<std::string, std::less<>> fetchable_;
+  std::set<std::string, std::less<>> feedable_;
+  std::unique_ptr<CallWatchdog> watchdog_;  // only when a hook has a call timeout
+
+  // The slots a step calls: active, implementing before_run or after_run, in order. Rebuilt after
+  // a hook is disabled, so a hook with neither callback costs nothing per step.
+  std::vector<Slot*> step_slots_;
+  bool step_slots_stale_ = true;
+  hh_error call_error_{};    // reused by every direct call (reset_error: not the message buffer)
+  bool timed_step_ = false;  // this step's per-step calls are timed
+  uint32_t untimed_steps_left_ = 0;  // before the next timed step
+  std::vector<hh_tensor> views_buffer_;
+  // This step's fetches and feeds once a hook added some (the caller's are used as they are
+  // otherwise), and who gave each hook feed.
+  bool hooks_fetch_ = false;
+  bool hooks_feed_ = false;
+  const TensorMap* caller_feeds_ = nullptr;
+  std::vector<std::string> step_fetches_;
+  TensorMap merged_feeds_;
+  std::map<std::string, std::string, std::less<>> feed_owner_;
+};
+
+}  // namespace hookhost
