@@ -18,7 +18,7 @@
 
 #include "hookhost/host/config.hpp"
 #include "hookhost/host/loader.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "plugin_files.hpp"
 #include "plugins/elf_note.hpp"
 #include "process.hpp"

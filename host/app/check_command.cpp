@@ -10,7 +10,7 @@
 #include "check/report.hpp"
 #include "command_line.hpp"
 #include "hookhost/host/params.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 namespace po = boost::program_options;
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include <hookhost/host/job.hpp>
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost {
 

@@ -23,7 +23,7 @@
 #include <mutex>
 #include <thread>
 #include "command_line.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "job/rank_placement.hpp"
 #include "job/signal_bridge.hpp"
 #include "job_summary.hpp"

@@ -30,7 +30,7 @@
 #include "forwarding.hpp"
 #include "plugins/entry_check.hpp"
 #include "protocol.hpp"
-#include "runtime/exception_text.hpp"
+#include "support/exception_text.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 // Crashes stay the kernel's, so the host names the signal (ASan would catch SIGSEGV and exit with

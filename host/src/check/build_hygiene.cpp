@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "plugins/libelf_support.hpp"
 #include "plugins/trust.hpp"
 #include "support/text.hpp"

@@ -17,7 +17,7 @@
 #include "check/scenario_run.hpp"
 #include "check/verdicts.hpp"
 #include "hookhost/host/params.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace hookhost::check {

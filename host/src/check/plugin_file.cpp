@@ -3,7 +3,7 @@
 #include <system_error>
 
 #include "hookhost/host/params.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/imports.hpp"
 #include "plugins/libelf_support.hpp"

@@ -1,7 +1,7 @@
 #include "check/report.hpp"
 
 #include "check/json_text.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost::check {
 

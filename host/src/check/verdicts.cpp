@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace hookhost::check {

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "job/config_keys.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "job/ini_reader.hpp"
 
 namespace hookhost {

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace hookhost {

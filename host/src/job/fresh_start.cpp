@@ -7,7 +7,7 @@
 #include <string>
 
 #include "hookhost/host/params.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

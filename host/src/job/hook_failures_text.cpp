@@ -1,6 +1,6 @@
 #include "hookhost/host/job.hpp"
 
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace hookhost {

@@ -12,7 +12,7 @@
 #include <map>
 
 #include "job/config_keys.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 #include "support/unique_fd.hpp"
 

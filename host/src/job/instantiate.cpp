@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "hookhost/host/job.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "sandbox/process_dispatch.hpp"
 
 namespace hookhost {

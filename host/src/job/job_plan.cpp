@@ -6,7 +6,7 @@
 
 #include "hookhost/host/discovery.hpp"
 #include "hookhost/host/job.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "job/param_checks.hpp"
 #include "job/rank_placement.hpp"
 #include "plugins/trust.hpp"

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "hookhost/host/job.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "hookhost/host/params.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "job/run_directory.hpp"
 #include "storage/checkpoint.hpp"
 

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "hookhost/host/config.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/imports.hpp"
 #include "plugins/libelf_support.hpp"

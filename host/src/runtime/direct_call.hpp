@@ -9,7 +9,7 @@
 #include <hookhost/hook.h>
 
 #include "hookhost/host/hook_dispatch.hpp"
-#include "runtime/exception_text.hpp"
+#include "support/exception_text.hpp"
 
 namespace hookhost {
 

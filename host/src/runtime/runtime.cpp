@@ -41,13 +41,18 @@ std::shared_ptr<spdlog::logger> default_logger() {
                                           std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
 }
 
-// Refused instances' services stay valid for the life of the process. Held from a global, not
-// released, so they stay reachable: leak checkers report only what nothing points at.
-void keep_forever(std::unique_ptr<HostServices> services) {
+// A refused instance's services stay valid for the life of the process, and the hook it made (if
+// any) is never destroyed. Both are held from a global, not released, so they stay reachable:
+// leak checkers report only what nothing points at.
+void keep_forever(std::unique_ptr<HostServices> services, hh_hook* hook) {
+  struct Orphan {
+    std::unique_ptr<HostServices> services;
+    hh_hook* hook;
+  };
   static std::mutex mutex;
-  static auto* const orphans = new std::vector<std::unique_ptr<HostServices>>;
+  static auto* const orphans = new std::vector<Orphan>;
   std::lock_guard lock(mutex);
-  orphans->push_back(std::move(services));
+  orphans->push_back({std::move(services), hook});
 }
 
 // Refuses a runtime entry point called from inside another (a hook, a session or on_recover
@@ -231,7 +236,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
     // thread's calls from then on, and it never reaches this runtime, which may be gone.
     services->ended = true;
     services->orphaned.store(true, std::memory_order_release);
-    keep_forever(std::move(services));
+    keep_forever(std::move(services), hook);
     throw ConfigError(where + ": " + why);
   };
   // destroy is read only once struct_size says the plugin's struct has it.

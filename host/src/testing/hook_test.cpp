@@ -14,7 +14,7 @@
 
 #include "hookhost/host/job.hpp"
 #include "hookhost/host/loader.hpp"
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/trust.hpp"
 #include "sandbox/process_dispatch.hpp"

@@ -3,7 +3,7 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost::testing {
 

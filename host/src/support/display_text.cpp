@@ -1,4 +1,4 @@
-#include "job/display_text.hpp"
+#include "support/display_text.hpp"
 
 #include <cstdio>
 
