@@ -28,6 +28,7 @@
 
 #include "channel.hpp"
 #include "forwarding.hpp"
+#include "plugins/create_call.hpp"
 #include "plugins/entry_check.hpp"
 #include "protocol.hpp"
 #include "support/exception_text.hpp"
@@ -216,26 +217,11 @@ class Runner {
       values[i].string_value = p.text.c_str();
       values[i].list_items = p.item_pointers.empty() ? nullptr : p.item_pointers.data();
     }
-    hh_create_args args{};
-    args.struct_size = HH_CREATE_ARGS_SIZE;
-    args.instance_name = inst.name.c_str();
-    args.params = values.empty() ? nullptr : values.data();
-    args.param_count = static_cast<uint32_t>(values.size());
-    args.param_stride = sizeof(hh_param_value);
-
     hh_hook* hook = nullptr;
     hh_error err;
     hh_error_init(&err);
-    hh_status status;
     t_in_call = true;
-    try {
-      status = entry->create(&inst.host, &args, &hook, &err);
-    } catch (...) {
-      status = HH_ERROR;
-      const std::string text = describe_current_exception("create()");
-      std::strncpy(err.message, text.c_str(), HH_ERROR_MESSAGE_SIZE - 1);
-      err.message[HH_ERROR_MESSAGE_SIZE - 1] = '\0';
-    }
+    const hh_status status = call_create(*entry, &inst.host, inst.name.c_str(), values, &hook, &err);
     t_in_call = false;
     reply.put<int32_t>(status);
     reply.put_text(std::string_view(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE)));

@@ -1,12 +1,13 @@
-// What a call into an in-process plugin returned, as the runtime reports it: shared by the
-// in-process dispatcher and the runtime's direct per-step calls, so both say the same words.
+// What a call into a plugin returned, as the runtime reports it: shared by the in-process
+// dispatcher, the runtime's direct per-step calls and the sandbox tier, so all say the same words.
 #pragma once
+
+#include <hookhost/hook.h>
 
 #include <exception>
 #include <optional>
 #include <string>
-
-#include <hookhost/hook.h>
+#include <string_view>
 
 #include "hookhost/host/hook_dispatch.hpp"
 #include "support/exception_text.hpp"
@@ -21,16 +22,19 @@ inline void reset_error(hh_error& err) {
   err.message[0] = '\0';
 }
 
-// The result of a returned status: the plugin's message and code for HH_ERROR and
-// HH_ERROR_FATAL; an undefined status becomes HH_ERROR saying so.
+// The result of a status a plugin function returned, with its error's code and `text` (the
+// message as the plugin left it): the message and code for HH_ERROR and HH_ERROR_FATAL; an
+// undefined status becomes HH_ERROR saying so. Every tier words its results with it.
+CallResult returned_result(hh_status status, int32_t code, std::string_view text);
+// The same for an hh_error in this process, whose message may lack its terminator.
 CallResult inprocess_result(hh_status status, const hh_error& err);
 
 // HH_ERROR for the C++ exception that escaped the plugin: call only inside a catch block.
 CallResult escaped_exception_result();
 
 // Calls into an in-process plugin: `fn(&err)` with `err` reset first. A C++ exception that escapes
-// the plugin (the SDK never lets one, a hand-written C++ plugin might) is caught here, a second line
-// of defence; catching across the C boundary works with g++ in practice. Nothing when the call
+// the plugin (the SDK never lets one, a hand-written C++ plugin might) is caught here, a second
+// line of defence; catching across the C boundary works with g++ in practice. Nothing when the call
 // returned HH_OK, else what it returned.
 template <typename Fn>
 std::optional<CallResult> call_inprocess(Fn&& fn, hh_error& err) {

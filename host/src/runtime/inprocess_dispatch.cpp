@@ -113,17 +113,16 @@ class InProcessDispatch final : public HookDispatch {
   std::string plugin_file_;
 };
 
-// The plugin's text, cut at the buffer's end when it left no terminator.
-std::string error_text(const hh_error& err) {
-  const size_t n = ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE);
-  std::string text = n ? std::string(err.message, n) : "(the plugin gave no message)";
-  if (err.code != 0) text += " (code " + std::to_string(err.code) + ")";
-  return text;
+// The plugin's message and code, as every failure line shows them.
+std::string plugin_message(std::string_view text, int32_t code) {
+  std::string out = text.empty() ? "(the plugin gave no message)" : std::string(text);
+  if (code != 0) out += " (code " + std::to_string(code) + ")";
+  return out;
 }
 
 }  // namespace
 
-CallResult inprocess_result(hh_status status, const hh_error& err) {
+CallResult returned_result(hh_status status, int32_t code, std::string_view text) {
   CallResult result;
   result.status = status;
   switch (status) {
@@ -131,16 +130,22 @@ CallResult inprocess_result(hh_status status, const hh_error& err) {
     case HH_STOP_REQUESTED: break;
     case HH_ERROR:
     case HH_ERROR_FATAL:
-      result.code = err.code;
-      result.message = error_text(err);
+      result.code = code;
+      result.message = plugin_message(text, code);
       break;
     default:
       result.message =
           "returned the undefined status " + std::to_string(status) + " (treated as HH_ERROR)";
-      if (err.message[0]) result.message += ": " + error_text(err);
+      if (!text.empty()) result.message += ": " + plugin_message(text, code);
       result.status = HH_ERROR;
   }
   return result;
+}
+
+CallResult inprocess_result(hh_status status, const hh_error& err) {
+  return returned_result(
+      status, err.code,
+      std::string_view(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE)));
 }
 
 CallResult escaped_exception_result() {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "plugins/create_call.hpp"
 #include "runtime/crash_blame.hpp"
 #include "runtime/create_verdict.hpp"
 #include "runtime/direct_call.hpp"
@@ -206,12 +207,6 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   auto services = m.make_services(settings, plugin->metadata().id, entry.state_version);
   ResolvedParams::CValues c_params = params.c_values();
   std::vector<hh_param_value>& values = c_params.values;
-  hh_create_args args{};
-  args.struct_size = HH_CREATE_ARGS_SIZE;
-  args.instance_name = settings.instance_name.c_str();
-  args.params = values.empty() ? nullptr : values.data();
-  args.param_count = static_cast<uint32_t>(values.size());
-  args.param_stride = sizeof(hh_param_value);
   hh_hook* hook = nullptr;
   hh_error err;
   hh_error_init(&err);
@@ -220,13 +215,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   {
     const SignalDispositions signals = SignalDispositions::snapshot();
     InstanceCallScope scope(m.running, m.job, *services, "create");
-    try {
-      status = entry.create(&services->c, &args, &hook, &err);
-    } catch (...) {
-      status = HH_ERROR;
-      const std::string text = describe_current_exception("create()");
-      copy_cut(text, err.message, HH_ERROR_MESSAGE_SIZE);
-    }
+    status = call_create(entry, &services->c, settings.instance_name.c_str(), values, &hook, &err);
     signals.restore_and_report(*m.log, where, during_call(m.job, "create"));
   }
   const std::string message(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE));

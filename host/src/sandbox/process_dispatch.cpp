@@ -12,6 +12,7 @@
 #include "protocol.hpp"
 #include "runner_group.hpp"
 #include "runtime/create_verdict.hpp"
+#include "runtime/direct_call.hpp"
 #include "services/service.hpp"
 #include "shared_values.hpp"
 #include "support/find_on_path.hpp"
@@ -33,13 +34,6 @@ constexpr auto kExitTimeout = std::chrono::seconds(2);
 bool is_executable(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-}
-
-// The plugin's hh_error text as the in-process tier words it (inprocess_dispatch.cpp).
-std::string plugin_message(std::string_view text, int32_t code) {
-  std::string out = text.empty() ? "(the plugin gave no message)" : std::string(text);
-  if (code != 0) out += " (code " + std::to_string(code) + ")";
-  return out;
 }
 
 // The create message: what create() receives in process, as values.
@@ -393,22 +387,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
         return result;
       default: return broke_protocol("a call_result with an unknown ending");
     }
-    result.status = status;
-    switch (status) {
-      case HH_OK:
-      case HH_STOP_REQUESTED: break;
-      case HH_ERROR:
-      case HH_ERROR_FATAL:
-        result.code = code;
-        result.message = plugin_message(text, code);
-        break;
-      default:
-        result.message =
-            "returned the undefined status " + std::to_string(status) + " (treated as HH_ERROR)";
-        if (!text.empty()) result.message += ": " + plugin_message(text, code);
-        result.status = HH_ERROR;
-    }
-    return result;
+    return returned_result(status, code, text);
   }
 
   const hh_host& host_;
