@@ -19,7 +19,7 @@
 #include "plugins/elf_note.hpp"
 #include "plugins/entry_check.hpp"
 #include "plugins/trust.hpp"
-#include "runtime/signal_guard.hpp"
+#include "plugins/signal_dispositions.hpp"
 #include "support/unique_fd.hpp"
 
 namespace hookhost {

@@ -9,45 +9,14 @@
 // Each change is logged as an error naming the hook (or plugin file) and the signals.
 #pragma once
 
-#include <signal.h>
-
-#include <string>
-#include <vector>
-
-namespace spdlog {
-class logger;
-}
+#include "plugins/signal_dispositions.hpp"
 
 namespace hookhost {
-
-class SignalDispositions {
- public:
-  // The dispositions of the guarded signals now.
-  static SignalDispositions snapshot();
-  // Puts back every guarded signal whose disposition differs from the snapshot's; returns them.
-  std::vector<int> restore_changes() const;
-  // restore_changes(), and when there were any, one error on `log`: "WHO replaced the handler of
-  // SIGTERM DURING; the host's handler is restored ...".
-  void restore_and_report(spdlog::logger& log, const std::string& who,
-                          const std::string& during) const;
-
- private:
-  std::vector<std::pair<int, struct sigaction>> saved_;
-};
-
-// True for a signal whose handler only the host may set.
-bool is_guarded_signal(int signal);
-// "SIGTERM, SIGSEGV".
-std::string signal_names(const std::vector<int>& signals);
 
 // For the program's sigaction()/signal() interposer: whether the caller (its return address) is in
 // a plugin library. When it is, logs the refusal naming the hook and callback (the call running on
 // this thread) or the plugin file, and `function`, and returns true: the change is not to be made.
 // A library the plugin links that installs handlers itself is left to the snapshots.
 bool refuse_plugin_signal_change(int signal, const void* caller, const char* function);
-
-// The loader tells the guard where each plugin library lies, so a call from plugin code on a
-// plugin's own thread is recognised too. `base` is the library's load address (dladdr's dli_fbase).
-void register_plugin_library(const void* base, const std::string& file);
 
 }  // namespace hookhost
