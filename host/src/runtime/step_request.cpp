@@ -17,8 +17,10 @@ RequestBuilder* open_builder(hh_run_request* request, const char* function) {
     spdlog::error("a plugin called hh_run_request.{} with a NULL request; call refused", function);
     return nullptr;
   }
-  auto* b = reinterpret_cast<RequestBuilder*>(request);  // the C struct is its first member
-  if (b->magic != RequestBuilder::kMagic) {
+  // Only the C struct's own host_data is read from the plugin's pointer: a copy of a request (or
+  // a smaller object) must not make the host read past what the plugin handed over.
+  auto* b = static_cast<RequestBuilder*>(request->host_data);
+  if (!b || b->magic != RequestBuilder::kMagic || &b->c != request) {
     spdlog::error(
         "a plugin called hh_run_request.{} with a request this host never issued; call "
         "refused (plugin misbehaving)",
