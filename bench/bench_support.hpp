@@ -4,7 +4,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include <stdlib.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -16,6 +19,29 @@
 #include <hookhost/host/session.hpp>
 
 namespace hookhost::bench {
+
+// A fresh folder "PREFIX.XXXXXX" in `parent`, removed with everything in it when this goes, so
+// that no run appends to another's files and the files of many runs never pile up.
+class ScratchFolder {
+ public:
+  explicit ScratchFolder(const std::string& prefix, const std::filesystem::path& parent =
+                                                        std::filesystem::temp_directory_path()) {
+    std::string pattern = (parent / (prefix + ".XXXXXX")).string();
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a scratch folder in " + parent.string());
+    path_ = pattern;
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 // The floor workload: a step that only counts. Hooks are tested and checked around the harness's
 // scripted workload (host/src/testing/scripted_workload.hpp); its script lookups would add their
@@ -37,22 +63,27 @@ class CountingSession : public Session {
   int64_t step_ = 0;
 };
 
+// A 1-d f32 tensor viewing `data`; `shape` (one element, the size) must outlive the view.
+inline hh_tensor f32_view(const char* name, std::vector<float>& data, int64_t (&shape)[1]) {
+  shape[0] = static_cast<int64_t>(data.size());
+  hh_tensor view;
+  hh_tensor_init(&view);
+  view.name = name;
+  view.dtype = HH_DTYPE_F32;
+  view.rank = 1;
+  view.shape = shape;
+  view.data = data.data();
+  view.byte_size = data.size() * sizeof(float);
+  return view;
+}
+
 // A workload that hands out a value it holds ("values", `bytes` long) without copying it, as a
 // real workload hands out its parameters (the scripted workload builds its values per step).
 class ValuesSession : public CountingSession {
  public:
   explicit ValuesSession(size_t bytes)
       : data_(std::make_shared<std::vector<float>>(bytes / sizeof(float), 1.5f)) {
-    shape_[0] = static_cast<int64_t>(data_->size());
-    hh_tensor view;
-    hh_tensor_init(&view);
-    view.name = "values";
-    view.dtype = HH_DTYPE_F32;
-    view.rank = 1;
-    view.shape = shape_;
-    view.data = data_->data();
-    view.byte_size = data_->size() * sizeof(float);
-    value_ = Tensor::borrow(view, data_);
+    value_ = Tensor::borrow(f32_view("values", *data_, shape_), data_);
   }
   std::vector<std::string> fetchable() const override { return {"loss", "values"}; }
   StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override {
@@ -154,6 +185,15 @@ inline bool run_benchmarks(int argc, char** argv, TimesReporter& reporter) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return true;
+}
+
+// A bench program's main: its benchmarks, then `report_goals` over their times (exit 1 for
+// arguments Google Benchmark does not know).
+inline int run_and_report(int argc, char** argv, void (*report_goals)(const TimesReporter&)) {
+  TimesReporter reporter;
+  if (!run_benchmarks(argc, argv, reporter)) return 1;
+  report_goals(reporter);
+  return 0;
 }
 
 }  // namespace hookhost::bench

@@ -207,8 +207,5 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hookhost::bench::TimesReporter reporter;
-  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
-  report_goals(reporter);
-  return 0;
+  return hookhost::bench::run_and_report(argc, argv, report_goals);
 }

@@ -27,13 +27,9 @@ constexpr int64_t kStepsPerEpoch = 4;
 constexpr int64_t kShortSteps = 2000;
 constexpr int64_t kLongSteps = 22000;
 
-fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("hookhost-job-bench-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+const fs::path& scratch_dir() {
+  static const hookhost::bench::ScratchFolder dir("hookhost-job-bench");
+  return dir.path();
 }
 
 // One whole job of `steps` steps, with the demo's hooks or none; returns its wall time.
@@ -113,10 +109,5 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hookhost::bench::TimesReporter reporter;
-  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
-  report_goals(reporter);
-  std::error_code ignored;
-  fs::remove_all(scratch_dir(), ignored);
-  return 0;
+  return hookhost::bench::run_and_report(argc, argv, report_goals);
 }

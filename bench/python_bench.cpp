@@ -73,22 +73,12 @@ constexpr int kFloorSteps = 1000;
 // A scratch folder holding the hooks' module, removed at exit.
 class ScriptFolder {
  public:
-  ScriptFolder() {
-    path_ = fs::temp_directory_path() / ("hookhost-python-bench-" + std::to_string(::getpid()));
-    fs::create_directories(path_);
-    std::ofstream(script()) << kHookSource;
-  }
-  ~ScriptFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScriptFolder(const ScriptFolder&) = delete;
-  ScriptFolder& operator=(const ScriptFolder&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path script() const { return path_ / (std::string(kHookModule) + ".py"); }
+  ScriptFolder() : folder_("hookhost-python-bench") { std::ofstream(script()) << kHookSource; }
+  const fs::path& path() const { return folder_.path(); }
+  fs::path script() const { return path() / (std::string(kHookModule) + ".py"); }
 
  private:
-  fs::path path_;
+  hookhost::bench::ScratchFolder folder_;
 };
 
 const ScriptFolder& script_folder() {
@@ -209,8 +199,5 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hookhost::bench::TimesReporter reporter;
-  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
-  report_goals(reporter);
-  return 0;
+  return hookhost::bench::run_and_report(argc, argv, report_goals);
 }

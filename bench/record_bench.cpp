@@ -29,43 +29,11 @@ namespace fs = std::filesystem;
 using namespace hookhost;
 using hookhost::bench::CountingSession;
 
-// A folder under the system's temporary directory, removed with everything in it at exit.
+// The benchmarks' folder, removed at exit; each run writes in a fresh folder inside it.
 const fs::path& scratch_root() {
-  static const struct Scratch {
-    fs::path path;
-    Scratch() {
-      std::string pattern = (fs::temp_directory_path() / "record_bench.XXXXXX").string();
-      if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary folder");
-      path = pattern;
-    }
-    ~Scratch() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } scratch;
-  return scratch.path;
+  static const bench::ScratchFolder root("record_bench");
+  return root.path();
 }
-
-// A fresh folder per benchmark run, so no run appends to another's files; removed when the run
-// ends, so the records of many runs never pile up.
-class RunFolder {
- public:
-  explicit RunFolder(const char* name) {
-    static int serial = 0;
-    path_ = scratch_root() / (std::string(name) + "-" + std::to_string(++serial));
-    fs::create_directories(path_);
-  }
-  ~RunFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  RunFolder(const RunFolder&) = delete;
-  RunFolder& operator=(const RunFolder&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 RuntimeOptions quiet_options(const fs::path& run_dir) {
   RuntimeOptions options;
@@ -112,7 +80,7 @@ BENCHMARK(BM_MemcpyEventRecord);
 
 // hh.summary/1 add_scalar into the run directory's event file, as summary_saver calls it.
 void BM_SummaryRecordThroughService(benchmark::State& state) {
-  RunFolder folder("service");
+  bench::ScratchFolder folder("service", scratch_root());
   CountingSession session;
   Runtime runtime(session, quiet_options(folder.path()));
   const hh_host* host = nullptr;
@@ -142,7 +110,7 @@ BENCHMARK(BM_SummaryRecordThroughService);
 
 // The same record straight into the writer, without the service entry (for comparison).
 void BM_SummaryRecordIntoWriter(benchmark::State& state) {
-  RunFolder folder("writer");
+  bench::ScratchFolder folder("writer", scratch_root());
   EventWriters writers;
   EventFileWriter& writer = writers.for_folder(folder.path());
   const std::string tag = "loss";
@@ -167,12 +135,12 @@ std::shared_ptr<const LoadedPlugin> builtin_plugin(const std::string& id) {
 // One runtime step with a single hook, `plugin_id` with `params`, or none when empty.
 void run_steps(benchmark::State& state, const std::string& plugin_id,
                const std::multimap<std::string, std::string>& params) {
-  RunFolder folder("steps");
+  bench::ScratchFolder folder("steps", scratch_root());
   CountingSession session;
   Runtime runtime(session, quiet_options(folder.path()));
   if (!plugin_id.empty()) {
-    auto plugin = plugin_id == "bench_noop" ? hookhost::bench::noop_plugin()
-                                            : builtin_plugin(plugin_id);
+    auto plugin =
+        plugin_id == "bench_noop" ? hookhost::bench::noop_plugin() : builtin_plugin(plugin_id);
     runtime.add_hook(plugin, {"hook", 0, FailurePolicy::fail},
                      resolve_params(plugin->metadata(), "hook", params));
   }
@@ -219,9 +187,10 @@ int main(int argc, char** argv) {
     std::printf("  event record: %.1f ns, %.1f x the memcpy of its bytes (%.1f ns)\n", record,
                 record / reporter.ns("BM_MemcpyEventRecord"), reporter.ns("BM_MemcpyEventRecord"));
   if (with_row >= 0 && bare >= 0 && reporter.has("BM_RuntimeStepHookFetchingLoss"))
-    std::printf("  history row: %.1f ns added to the step; a hook fetching loss and writing "
-                "nothing adds %.1f ns\n",
-                with_row - bare, reporter.ns("BM_RuntimeStepHookFetchingLoss") - bare);
+    std::printf(
+        "  history row: %.1f ns added to the step; a hook fetching loss and writing "
+        "nothing adds %.1f ns\n",
+        with_row - bare, reporter.ns("BM_RuntimeStepHookFetchingLoss") - bare);
   if (record >= 0) hookhost::bench::report_goal("summary_record_ns", record, 1000);
   if (with_row >= 0 && bare >= 0)
     hookhost::bench::report_goal("history_row_ns", with_row - bare, 1000);

@@ -31,6 +31,7 @@ namespace {
 
 using namespace hookhost;
 using hookhost::bench::CountingSession;
+using hookhost::bench::f32_view;
 using hookhost::bench::noop_plugin;
 using Clock = std::chrono::steady_clock;
 
@@ -206,15 +207,8 @@ void BM_SandboxedCallWithValue(benchmark::State& state) {
   auto rt = make_runtime(session, 1, true, &hook);
   const size_t bytes = static_cast<size_t>(state.range(0));
   std::vector<float> data(bytes / sizeof(float), 1.5f);
-  const int64_t shape[1] = {static_cast<int64_t>(data.size())};
-  hh_tensor value;
-  hh_tensor_init(&value);
-  value.name = "weights";
-  value.dtype = HH_DTYPE_F32;
-  value.rank = 1;
-  value.shape = shape;
-  value.data = data.data();
-  value.byte_size = bytes;
+  int64_t shape[1];
+  const hh_tensor value = f32_view("weights", data, shape);
   hh_run_values values{};
   values.struct_size = HH_RUN_VALUES_SIZE;
   values.count = 1;
@@ -295,8 +289,5 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hookhost::bench::TimesReporter reporter;
-  if (!hookhost::bench::run_benchmarks(argc, argv, reporter)) return 1;
-  report_goals(reporter);
-  return 0;
+  return hookhost::bench::run_and_report(argc, argv, report_goals);
 }

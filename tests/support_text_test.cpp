@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -71,6 +73,26 @@ std::string config_error(const fs::path& file) {
     return e.what();
   }
   return "(accepted)";
+}
+
+TEST(TextCopyCut, FitsTerminatesAndCutsAtTheBufferEnd) {
+  // Guard bytes after the buffer show that nothing is written past `capacity`.
+  std::array<char, 8> out;
+  out.fill('#');
+  copy_cut("abc", out.data(), 4);  // one short of the capacity: whole
+  EXPECT_STREQ(out.data(), "abc");
+  copy_cut("abcd", out.data(), 4);  // as long as the capacity: the terminator takes the last byte
+  EXPECT_STREQ(out.data(), "abc");
+  EXPECT_EQ(out[4], '#');
+  copy_cut("", out.data(), 4);
+  EXPECT_STREQ(out.data(), "");
+  copy_cut("abc", out.data(), 1);  // room for the terminator only
+  EXPECT_EQ(out[0], '\0');
+  EXPECT_EQ(out[1], 'b');  // untouched since the second copy
+  const std::string huge(1 << 20, 'x');
+  std::array<char, 1024> message;
+  copy_cut(huge, message.data(), message.size());
+  EXPECT_EQ(std::strlen(message.data()), message.size() - 1);
 }
 
 TEST(UniqueFdPaths, RefusedConfigFilesLeaveNoDescriptorOpen) {

@@ -221,7 +221,8 @@ class Runner {
     hh_error err;
     hh_error_init(&err);
     t_in_call = true;
-    const hh_status status = call_create(*entry, &inst.host, inst.name.c_str(), values, &hook, &err);
+    const hh_status status =
+        call_create(*entry, &inst.host, inst.name.c_str(), values, &hook, &err);
     t_in_call = false;
     reply.put<int32_t>(status);
     reply.put_text(std::string_view(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE)));
@@ -311,28 +312,22 @@ class Runner {
         });
         return MessageType::call_result;
       }
-      case 2: {
-        const hh_run_context ctx = read_context(in);
-        if (!in.complete()) break;
-        inst.request_open = true;
-        run_call(reply, [&](hh_error* e) {
-          return inst.before_run ? inst.before_run(inst.hook, &ctx, &inst.request, e) : HH_OK;
-        });
-        inst.request_open = false;
-        return MessageType::call_result;
-      }
+      case 2:
       case 3: {
+        // before_run (2) and after_run (3) share the context; after_run's values follow it.
+        const bool before = callback == 2;
         const hh_run_context ctx = read_context(in);
         std::string problem;
-        const hh_run_values values = read_values(in, &problem);
+        const hh_run_values values = before ? hh_run_values{} : read_values(in, &problem);
         if (!in.complete()) break;
-        if (!problem.empty()) {
-          run_call(reply, [&](hh_error* e) { return hh_fail(e, HH_ERROR_FATAL, problem.c_str()); });
-          return MessageType::call_result;
-        }
+        inst.request_open = before;
         run_call(reply, [&](hh_error* e) {
+          if (!problem.empty()) return hh_fail(e, HH_ERROR_FATAL, problem.c_str());
+          if (before)
+            return inst.before_run ? inst.before_run(inst.hook, &ctx, &inst.request, e) : HH_OK;
           return inst.after_run ? inst.after_run(inst.hook, &ctx, &values, e) : HH_OK;
         });
+        inst.request_open = false;
         return MessageType::call_result;
       }
       case 4: {

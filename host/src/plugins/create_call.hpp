@@ -5,11 +5,11 @@
 #include <hookhost/hookhost.h>
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "support/exception_text.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 
@@ -28,11 +28,7 @@ inline hh_status call_create(const hh_plugin_entry& entry, const hh_host* host,
   try {
     return entry.create(host, &args, hook, error);
   } catch (...) {
-    const std::string text = describe_current_exception("create()");
-    const size_t size =
-        text.size() < HH_ERROR_MESSAGE_SIZE ? text.size() : HH_ERROR_MESSAGE_SIZE - 1;
-    std::memcpy(error->message, text.data(), size);
-    error->message[size] = '\0';
+    copy_cut(describe_current_exception("create()"), error->message, HH_ERROR_MESSAGE_SIZE);
     return HH_ERROR;
   }
 }

@@ -1,25 +1,49 @@
 // Failure policy names, as the config file spells them. Apart from the lifecycle so the config
 // parser (and its fuzz target) needs nothing else of the runtime.
+#include <array>
+#include <utility>
+
 #include "hookhost/host/runtime.hpp"
 
 namespace hookhost {
 
-const char* policy_name(FailurePolicy policy) {
-  switch (policy) {
-    case FailurePolicy::keep_going: return "continue";
-    case FailurePolicy::disable: return "disable";
-    case FailurePolicy::stop: return "stop";
-    case FailurePolicy::fail: return "fail";
-  }
+namespace {
+
+// Each policy with the word the configuration spells it with, in the order help texts list them.
+template <typename Policy>
+using PolicyWords = std::array<std::pair<Policy, const char*>, 4>;
+
+constexpr PolicyWords<FailurePolicy> kFailurePolicyWords{{{FailurePolicy::keep_going, "continue"},
+                                                          {FailurePolicy::disable, "disable"},
+                                                          {FailurePolicy::stop, "stop"},
+                                                          {FailurePolicy::fail, "fail"}}};
+constexpr PolicyWords<CrashPolicy> kCrashPolicyWords{{{CrashPolicy::restart, "restart"},
+                                                      {CrashPolicy::disable, "disable"},
+                                                      {CrashPolicy::stop, "stop"},
+                                                      {CrashPolicy::fail, "fail"}}};
+
+template <typename Policy>
+const char* word_of(const PolicyWords<Policy>& words, Policy policy) {
+  for (const auto& [value, word] : words)
+    if (value == policy) return word;
   return "?";
 }
 
-std::optional<FailurePolicy> parse_policy(const std::string& text) {
-  if (text == "continue") return FailurePolicy::keep_going;
-  if (text == "disable") return FailurePolicy::disable;
-  if (text == "stop") return FailurePolicy::stop;
-  if (text == "fail") return FailurePolicy::fail;
+template <typename Policy>
+std::optional<Policy> policy_of(const PolicyWords<Policy>& words, const std::string& text) {
+  for (const auto& [value, word] : words)
+    if (text == word) return value;
   return std::nullopt;
+}
+
+}  // namespace
+
+const char* policy_name(FailurePolicy policy) {
+  return word_of(kFailurePolicyWords, policy);
+}
+
+std::optional<FailurePolicy> parse_policy(const std::string& text) {
+  return policy_of(kFailurePolicyWords, text);
 }
 
 const char* policy_choices() {
@@ -27,20 +51,11 @@ const char* policy_choices() {
 }
 
 const char* crash_policy_name(CrashPolicy policy) {
-  switch (policy) {
-    case CrashPolicy::restart: return "restart";
-    case CrashPolicy::disable: return "disable";
-    case CrashPolicy::stop: return "stop";
-    case CrashPolicy::fail: return "fail";
-  }
-  return "?";
+  return word_of(kCrashPolicyWords, policy);
 }
 
 std::optional<CrashPolicy> parse_crash_policy(const std::string& text) {
-  for (CrashPolicy p :
-       {CrashPolicy::restart, CrashPolicy::disable, CrashPolicy::stop, CrashPolicy::fail})
-    if (text == crash_policy_name(p)) return p;
-  return std::nullopt;
+  return policy_of(kCrashPolicyWords, text);
 }
 
 }  // namespace hookhost

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "plugins/create_call.hpp"
+#include "runtime/call_result.hpp"
 #include "runtime/crash_blame.hpp"
 #include "runtime/create_verdict.hpp"
-#include "runtime/direct_call.hpp"
 #include "runtime/signal_guard.hpp"
 #include "runtime/watchdog.hpp"
 #include "runtime_impl.hpp"
@@ -445,8 +445,8 @@ JobResult Runtime::close() {
   EntryGuard guard(m.in_call, "close()");
   m.engine.deliver_end(m.result);
   m.result.steps_run = m.steps_run;
-  m.step_boundary();          // a final save asked for in end(), unless the job failed
-  m.wait_for_checkpoints();   // every checkpoint is on disk when close() returns
+  m.step_boundary();         // a final save asked for in end(), unless the job failed
+  m.wait_for_checkpoints();  // every checkpoint is on disk when close() returns
   {
     JobState::CheckpointFailures failures = m.job.checkpoint_failures();
     m.result.checkpoint_failures = failures.count;

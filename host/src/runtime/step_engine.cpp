@@ -8,7 +8,7 @@
 
 #include <hookhost/ext/device_values.h>
 
-#include "runtime/direct_call.hpp"
+#include "runtime/call_result.hpp"
 #include "runtime/signal_guard.hpp"
 #include "runtime/watchdog.hpp"
 #include "support/text.hpp"

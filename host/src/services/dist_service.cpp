@@ -29,12 +29,11 @@ namespace {
 enum class Kind { allreduce = 1, broadcast = 2, barrier = 3 };
 
 const char* function_name(Kind kind) {
-  switch (kind) {
-    case Kind::allreduce: return "hh.dist/1 allreduce";
-    case Kind::broadcast: return "hh.dist/1 broadcast";
-    case Kind::barrier: return "hh.dist/1 barrier";
-  }
-  return "hh.dist/1";
+  // Indexed by Kind; a value of no kind (a peer's garbled word) names the extension alone.
+  static constexpr const char* kNames[] = {"hh.dist/1", "hh.dist/1 allreduce",
+                                           "hh.dist/1 broadcast", "hh.dist/1 barrier"};
+  const auto index = static_cast<size_t>(kind);
+  return index < std::size(kNames) ? kNames[index] : kNames[0];
 }
 
 // A buffer handed to a collective that timed out stays MPI's: a process that joins late still

@@ -18,12 +18,6 @@ std::string bounded_text(const char* text, std::size_t max) {
   return n > max ? std::string(text, max) + "..." : std::string(text, n);
 }
 
-void copy_cut(std::string_view text, char* out, std::size_t capacity) {
-  const std::size_t n = std::min(text.size(), capacity - 1);
-  std::memcpy(out, text.data(), n);
-  out[n] = '\0';
-}
-
 namespace service_detail {
 
 HostServices* caller_of(const hh_host* host, const char* function) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "host_functions.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 
@@ -155,8 +156,5 @@ std::vector<std::string> embedder_service_ids(const hh_host& host);
 
 // Text a plugin handed over, for the log: cut at `max` bytes (marked "...").
 std::string bounded_text(const char* text, std::size_t max);
-
-// Copies `text` into a plugin's buffer of `capacity` bytes (> 0), cut to fit, NUL-terminated.
-void copy_cut(std::string_view text, char* out, std::size_t capacity);
 
 }  // namespace hookhost

@@ -2,6 +2,9 @@
 // how a hook is named in a message) holds everywhere.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +48,14 @@ inline std::string describe_hook(std::string_view instance, std::string_view plu
   out.append(instance).append("' (plugin '").append(plugin_id).append("'");
   if (!plugin_file.empty()) out.append(", ").append(plugin_file);
   return out.append(")");
+}
+
+// `text` into a C buffer of `capacity` bytes (> 0), cut to fit and always terminated: how the host
+// fills a buffer the ABI hands it (an hh_error's message, a path a plugin asked for).
+inline void copy_cut(std::string_view text, char* out, std::size_t capacity) {
+  const std::size_t n = std::min(text.size(), capacity - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
 }
 
 }  // namespace hookhost

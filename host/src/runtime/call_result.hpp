@@ -1,5 +1,6 @@
 // What a call into a plugin returned, as the runtime reports it: shared by the in-process
-// dispatcher, the runtime's direct per-step calls and the sandbox tier, so all say the same words.
+// dispatcher, the step engine's direct per-step calls and the sandbox tier, so all say the same
+// words.
 #pragma once
 
 #include <hookhost/hook.h>
