@@ -283,6 +283,33 @@ class Runner {
           std::string_view(err_.message, ::strnlen(err_.message, HH_ERROR_MESSAGE_SIZE)));
   }
 
+  // Calls the hook's callback `fn` with `args` through run_call; a callback the hook does not
+  // implement returns HH_OK, as in the host.
+  template <typename Fn, typename... Args>
+  void call_hook(Writer& reply, Instance& inst, Fn fn, Args... args) {
+    run_call(reply, [&](hh_error* e) { return fn ? fn(inst.hook, args..., e) : HH_OK; });
+  }
+
+  static hh_session_info read_session_info(Reader& in) {
+    hh_session_info info{};
+    info.struct_size = HH_SESSION_INFO_SIZE;
+    info.creation = in.get<uint32_t>();
+    info.global_step = in.get<int64_t>();
+    return info;
+  }
+
+  // `reason` holds the text info.reason points at.
+  static hh_end_info read_end_info(Reader& in, std::string& reason) {
+    hh_end_info info{};
+    info.struct_size = HH_END_INFO_SIZE;
+    info.outcome = in.get<int32_t>();
+    info.stop_cause = in.get<int32_t>();
+    reason = in.get_bytes();
+    info.reason = reason.c_str();
+    info.global_step = in.get<int64_t>();
+    return info;
+  }
+
   static hh_run_context read_context(Reader& in) {
     hh_run_context ctx{};
     ctx.struct_size = HH_RUN_CONTEXT_SIZE;
@@ -299,17 +326,12 @@ class Runner {
     switch (callback) {
       case 0:
         if (!in.complete()) break;
-        run_call(reply, [&](hh_error* e) { return inst.begin ? inst.begin(inst.hook, e) : HH_OK; });
+        call_hook(reply, inst, inst.begin);
         return MessageType::call_result;
       case 1: {
-        hh_session_info info{};
-        info.struct_size = HH_SESSION_INFO_SIZE;
-        info.creation = in.get<uint32_t>();
-        info.global_step = in.get<int64_t>();
+        const hh_session_info info = read_session_info(in);
         if (!in.complete()) break;
-        run_call(reply, [&](hh_error* e) {
-          return inst.after_create_session ? inst.after_create_session(inst.hook, &info, e) : HH_OK;
-        });
+        call_hook(reply, inst, inst.after_create_session, &info);
         return MessageType::call_result;
       }
       case 2:
@@ -320,27 +342,22 @@ class Runner {
         std::string problem;
         const hh_run_values values = before ? hh_run_values{} : read_values(in, &problem);
         if (!in.complete()) break;
-        inst.request_open = before;
-        run_call(reply, [&](hh_error* e) {
-          if (!problem.empty()) return hh_fail(e, HH_ERROR_FATAL, problem.c_str());
-          if (before)
-            return inst.before_run ? inst.before_run(inst.hook, &ctx, &inst.request, e) : HH_OK;
-          return inst.after_run ? inst.after_run(inst.hook, &ctx, &values, e) : HH_OK;
-        });
-        inst.request_open = false;
+        if (!problem.empty()) {
+          run_call(reply, [&](hh_error* e) { return hh_fail(e, HH_ERROR_FATAL, problem.c_str()); });
+        } else if (before) {
+          inst.request_open = true;
+          call_hook(reply, inst, inst.before_run, &ctx, &inst.request);
+          inst.request_open = false;
+        } else {
+          call_hook(reply, inst, inst.after_run, &ctx, &values);
+        }
         return MessageType::call_result;
       }
       case 4: {
-        hh_end_info info{};
-        info.struct_size = HH_END_INFO_SIZE;
-        info.outcome = in.get<int32_t>();
-        info.stop_cause = in.get<int32_t>();
-        const std::string reason(in.get_bytes());
-        info.reason = reason.c_str();
-        info.global_step = in.get<int64_t>();
+        std::string reason;
+        const hh_end_info info = read_end_info(in, reason);
         if (!in.complete()) break;
-        run_call(reply,
-                 [&](hh_error* e) { return inst.end ? inst.end(inst.hook, &info, e) : HH_OK; });
+        call_hook(reply, inst, inst.end, &info);
         return MessageType::call_result;
       }
       default: break;

@@ -73,8 +73,14 @@ class JobState {
   bool failed() const { return failed_; }
   const std::string& failure_reason() const { return failure_reason_; }
   bool failure_logged() const { return failure_logged_; }
-  void set_end_of_data() { end_of_data_ = true; }
+  // The workload ran out of data (here, or on the process whose ending every process agreed on),
+  // and the words the job's result gives for it.
+  void set_end_of_data(std::string reason) {
+    end_of_data_ = true;
+    end_of_data_reason_ = std::move(reason);
+  }
   bool end_of_data() const { return end_of_data_; }
+  const std::string& end_of_data_reason() const { return end_of_data_reason_; }
 
   // --- checkpoints ---
   // Records a request, carried out at the next step boundary. [thread-safe]
@@ -119,6 +125,7 @@ class JobState {
   bool failure_logged_ = false;
   std::string failure_reason_;
   bool end_of_data_ = false;
+  std::string end_of_data_reason_;
 
   std::atomic<bool> checkpoint_requested_{false};
   mutable std::mutex checkpoint_mutex_;

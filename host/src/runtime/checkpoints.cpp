@@ -6,6 +6,7 @@
 #include "storage/checkpoint.hpp"
 #include "storage/event_writer.hpp"
 
+#include "distributed/state_transfer.hpp"
 #include "runtime_impl.hpp"
 
 namespace hookhost {
@@ -114,6 +115,35 @@ std::optional<WrittenCheckpoint> Runtime::last_checkpoint() const {
 
 void Runtime::wait_for_checkpoints() {
   impl_->wait_for_checkpoints();
+}
+
+void Runtime::Impl::write_agreed_checkpoint() {
+  Communicator& comm = *options.communicator;
+  std::string reasons = job.take_checkpoint_reasons();
+  if (job.failed()) {  // agreed: every process skips it
+    if (comm.is_chief())
+      log->warn(
+          "not writing the checkpoint requested by {}: the job failed, and a failed job never "
+          "replaces a good checkpoint",
+          reasons);
+    return;
+  }
+  // Every process's hook states travel to the chief, which writes one file for the job.
+  std::vector<std::string> gathered;
+  try {
+    gathered = comm.gather(encode_hook_states(collect_hook_states()), 0);
+  } catch (const std::exception& e) {
+    log->error("could not gather the hook states for a checkpoint: {}", e.what());
+    comm.abort(1);
+  }
+  if (!comm.is_chief()) return;
+  submit_snapshot(std::move(reasons), [&] {
+    HookStates all;
+    for (int r = 0; r < static_cast<int>(gathered.size()); ++r)
+      for (auto& [name, state] : decode_hook_states(gathered[static_cast<std::size_t>(r)]))
+        all.emplace(rank_state_key(name, r), std::move(state));
+    return all;
+  });
 }
 
 }  // namespace hookhost

@@ -92,7 +92,9 @@ Runtime::Impl::Impl(Session& s, RuntimeOptions o)
       service_context(job, running, event_writers, services,
                       ServiceSettings{options.max_state_bytes, options.config_dir,
                                       options.communicator, options.collective_timeout}),
-      engine(job, running, log, options.time_every_n_steps) {}
+      engine(job, running, log, options.time_every_n_steps) {
+  if (options.communicator) agreement.emplace(*options.communicator, job, log);
+}
 
 std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& settings,
                                                            const std::string& plugin_id,
@@ -155,7 +157,7 @@ bool Runtime::Impl::recover(int attempt, const std::string& message) {
   // Every process recreated its session before on_recover, which may be collective. The
   // checkpoint decision waits for the boundary below: a checkpoint taken here would hold the
   // freshly reset workload, not the restored one.
-  if (options.communicator) agree_across_processes(/*decide_checkpoint=*/false);
+  if (agreement) agree_across_processes(/*decide_checkpoint=*/false);
   if (job.failed()) return false;
   wait_for_checkpoints();  // on_recover reads the newest checkpoint from disk
   if (options.on_recover) {
@@ -366,9 +368,8 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
       case StepStatus::ok: break;
       case StepStatus::end_of_data:
         engine.abandon_step();
-        m.job.set_end_of_data();
-        m.result.reason = "end of data" + (step.message.empty() ? "" : ": " + step.message);
-        m.log->info("{} after {} steps", m.result.reason, m.steps_run);
+        m.job.set_end_of_data("end of data" + (step.message.empty() ? "" : ": " + step.message));
+        m.log->info("{} after {} steps", m.job.end_of_data_reason(), m.steps_run);
         m.step_boundary();
         return out;
       case StepStatus::aborted:

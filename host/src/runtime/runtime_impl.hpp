@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "context/running_call.hpp"
 #include "context/service_context.hpp"
 #include "hookhost/host/runtime.hpp"
+#include "runtime/step_agreement.hpp"
 #include "runtime/step_engine.hpp"
 #include "services/services.hpp"
 #include "storage/checkpoint_writer.hpp"
@@ -41,10 +43,6 @@ struct Runtime::Impl {
   // The caller's fetch list as last checked against the workload, so an unchanged list is
   // checked with one comparison per step instead of a set lookup per name.
   std::vector<std::string> checked_fetches;
-  // A distributed job (options.communicator): whether the processes agreed to end the job at the
-  // last step boundary. Until they do, a local stop or failure does not end this process's loop,
-  // so no process leaves the others waiting in a collective.
-  bool agreed_stop = false;
   // States restored from a checkpoint, given to each instance as it is created.
   std::map<std::string, SavedHookState> restored_states;
 
@@ -62,6 +60,8 @@ struct Runtime::Impl {
   ServiceContext service_context;
   // The hooks, their slots and every call into them.
   StepEngine engine;
+  // A distributed job's step boundary (options.communicator); none for a single process.
+  std::optional<StepAgreement> agreement;
 
   Impl(Session& s, RuntimeOptions o);
 
@@ -70,24 +70,22 @@ struct Runtime::Impl {
     job.set_workload_last_step(session.last_step().value_or(-1));
   }
   bool should_stop() const {
-    if (options.communicator) return closed || agreed_stop;
+    if (agreement) return closed || agreement->job_ends();
     return closed || job.failed() || job.end_of_data() || job.stop_requested();
   }
   // The step boundary: a distributed job's processes agree on the outcome and on a checkpoint,
   // which is then taken (agree_across_processes); a single process takes a requested checkpoint.
   // Inline, so a single process pays one flag load per step for it.
   void step_boundary() {
-    if (options.communicator)
+    if (agreement)
       agree_across_processes();
     else if (job.checkpoint_requested(std::memory_order_relaxed))
       write_requested_checkpoint();
   }
-  // One collective on every process of a distributed job (step_boundary.cpp), then the
-  // checkpoint it decided, if any. Without `decide_checkpoint` a pending request waits for the
-  // next boundary (a recovery agrees before the session's state is restored).
-  void agree_across_processes(bool decide_checkpoint = true);
-  // Collective: every process learns the chief's newest completed checkpoint.
-  void share_chief_checkpoint();
+  // The agreement (StepAgreement::agree), then the checkpoint it decided, if any.
+  void agree_across_processes(bool decide_checkpoint = true) {
+    if (agreement->agree(decide_checkpoint)) write_agreed_checkpoint();
+  }
 
   // The workload's session, created (again); false when the job failed.
   bool create_session();

@@ -462,7 +462,7 @@ void StepEngine::deliver_end(JobResult& result) {
     job_reason = std::move(stop.reason);
   } else if (job_.end_of_data()) {
     result.outcome = Outcome::completed;
-    job_reason = result.reason.empty() ? "end of data" : result.reason;
+    job_reason = job_.end_of_data_reason().empty() ? "end of data" : job_.end_of_data_reason();
   } else {
     result.outcome = Outcome::stopped;
     result.stop_cause = HH_STOP_CAUSE_HOST;
