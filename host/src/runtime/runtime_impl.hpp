@@ -76,7 +76,7 @@ struct Runtime::Impl {
   // The step boundary: a distributed job's processes agree on the outcome and on a checkpoint,
   // which is then taken (agree_across_processes); a single process takes a requested checkpoint.
   // Inline, so a single process pays one flag load per step for it.
-  void step_boundary() {
+  [[gnu::always_inline]] void step_boundary() {
     if (agreement)
       agree_across_processes();
     else if (job.checkpoint_requested(std::memory_order_relaxed))

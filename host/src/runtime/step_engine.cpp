@@ -299,25 +299,12 @@ void StepEngine::merge_request(Slot& slot, const std::vector<std::string>& calle
   }
 }
 
-bool StepEngine::before_step(const hh_run_context& ctx,
-                             const std::vector<std::string>& caller_fetches,
-                             const TensorMap& caller_feeds) {
-  // Per-step calls are timed on one step in time_every_n_steps (a countdown: no division).
-  timed_step_ = untimed_steps_left_ == 0;
-  untimed_steps_left_ = timed_step_ ? time_every_n_steps_ - 1 : untimed_steps_left_ - 1;
-  if (step_slots_stale_) rebuild_step_slots();
-  hooks_fetch_ = false;
-  hooks_feed_ = false;
-  caller_feeds_ = &caller_feeds;
-  if (!feed_owner_.empty()) feed_owner_.clear();
-  if (step_slots_.empty()) return true;
-  return timed_step_ ? before_calls<true>(ctx, caller_fetches)
-                     : before_calls<false>(ctx, caller_fetches);
-}
-
 template <bool kTimed>
 bool StepEngine::before_calls(const hh_run_context& ctx,
                               const std::vector<std::string>& caller_fetches) {
+  if (step_slots_stale_) rebuild_step_slots();
+  if (!feed_owner_.empty()) feed_owner_.clear();
+  if (step_slots_.empty()) return true;
   PhaseCallScope scope(running_, Callback::before_run, ctx.global_step);
   StepTimer timer(kTimed);
   for (Slot* sp : step_slots_) {
@@ -391,14 +378,6 @@ bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& 
     views.push_back(it->second.view(it->first.c_str()));
   }
   return refusal.empty();
-}
-
-void StepEngine::after_step(const hh_run_context& ctx, const TensorMap& values) {
-  if (step_slots_.empty()) return;
-  if (timed_step_)
-    after_calls<true>(ctx, values);
-  else
-    after_calls<false>(ctx, values);
 }
 
 template <bool kTimed>
@@ -552,5 +531,13 @@ void StepEngine::destroy_all() {
     if (!error.empty()) log_->error("{}: {}", slot.services->blame_name, error);
   }
 }
+
+// The step's two phases, called from before_step and after_step (inline in the header).
+template bool StepEngine::before_calls<true>(const hh_run_context&,
+                                             const std::vector<std::string>&);
+template bool StepEngine::before_calls<false>(const hh_run_context&,
+                                              const std::vector<std::string>&);
+template void StepEngine::after_calls<true>(const hh_run_context&, const TensorMap&);
+template void StepEngine::after_calls<false>(const hh_run_context&, const TensorMap&);
 
 }  // namespace hookhost

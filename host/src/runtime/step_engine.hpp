@@ -70,9 +70,20 @@ class StepEngine {
   // --- phases ---
   void begin_all();
   void after_create_session_all(int creation);
-  // before_run of every hook; false when the job failed in it.
+  // before_run of every hook; false when the job failed in it. Inline, as after_step: a step with
+  // no per-step hook pays a few stores and a test, not a call.
   bool before_step(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches,
-                   const TensorMap& caller_feeds);
+                   const TensorMap& caller_feeds) {
+    hooks_fetch_ = false;
+    hooks_feed_ = false;
+    caller_feeds_ = &caller_feeds;
+    if (step_slots_.empty() && !step_slots_stale_) return true;
+    // Per-step calls are timed on one step in time_every_n_steps (a countdown: no division).
+    timed_step_ = untimed_steps_left_ == 0;
+    untimed_steps_left_ = timed_step_ ? time_every_n_steps_ - 1 : untimed_steps_left_ - 1;
+    return timed_step_ ? before_calls<true>(ctx, caller_fetches)
+                       : before_calls<false>(ctx, caller_fetches);
+  }
   // What the session runs: the caller's lists, or the merged ones once a hook added to them.
   const std::vector<std::string>& step_fetches(const std::vector<std::string>& caller) const {
     return hooks_fetch_ ? step_fetches_ : caller;
@@ -86,7 +97,13 @@ class StepEngine {
     caller_feeds_ = nullptr;
     if (hooks_feed_) merged_feeds_.clear();
   }
-  void after_step(const hh_run_context& ctx, const TensorMap& values);
+  void after_step(const hh_run_context& ctx, const TensorMap& values) {
+    if (step_slots_.empty()) return;
+    if (timed_step_)
+      after_calls<true>(ctx, values);
+    else
+      after_calls<false>(ctx, values);
+  }
   // Drops what the hooks asked for in an attempt that did not reach after_run.
   void abandon_step();
   // end() of every hook that began, with the job's outcome in `result` (filled here).
