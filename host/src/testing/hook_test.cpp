@@ -8,7 +8,6 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <charconv>
 #include <stdexcept>
 #include <system_error>
 
@@ -21,6 +20,7 @@
 #include "testing/call_recorder.hpp"
 #include "testing/harness_run.hpp"
 #include "testing/log_capture.hpp"
+#include "testing/run_result.hpp"
 
 namespace hookhost::testing {
 
@@ -65,62 +65,6 @@ fs::path make_run_dir() {
     throw std::system_error(errno, std::generic_category(),
                             "hookhost::testing: cannot create a run directory " + pattern);
   return pattern;
-}
-
-// "after_run failed: MESSAGE" (HookReport::failure) as a callback and a message.
-std::optional<HookFailure> parse_failure(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  for (size_t i = 0; i < kCallbackNames.size(); ++i) {
-    const std::string prefix = std::string(kCallbackNames[i]) + " failed: ";
-    if (text.rfind(prefix, 0) == 0)
-      return HookFailure{static_cast<Callback>(i), text.substr(prefix.size())};
-  }
-  return HookFailure{Callback::begin, text};
-}
-
-// The runtime's checkpoint lines: "wrote checkpoint FILE (requested by WHO)" and "not writing
-// the checkpoint requested by WHO: the job failed, ...".
-void collect_checkpoints(RunResult& run) {
-  const std::string wrote = "wrote checkpoint ";
-  const std::string by = " (requested by ";
-  const std::string not_written = "not writing the checkpoint requested by ";
-  const std::string because_failed = ": the job failed";
-  for (const LogLine& line : run.host_log) {
-    const std::string& text = line.text;
-    if (text.rfind(wrote, 0) == 0) {
-      const size_t open = text.find(by);
-      if (open == std::string::npos || text.back() != ')') continue;
-      RequestedCheckpoint c;
-      c.file = text.substr(wrote.size(), open - wrote.size());
-      c.requested_by = text.substr(open + by.size(), text.size() - 1 - open - by.size());
-      c.written = true;
-      const std::string name = c.file.filename().string();
-      const auto dash = name.rfind('-');
-      if (dash != std::string::npos)
-        std::from_chars(name.data() + dash + 1, name.data() + name.size(), c.global_step);
-      run.checkpoints.push_back(std::move(c));
-    } else if (text.rfind(not_written, 0) == 0) {
-      const size_t end = text.find(because_failed, not_written.size());
-      RequestedCheckpoint c;
-      c.requested_by = text.substr(not_written.size(), end - not_written.size());
-      c.global_step = run.global_step;
-      run.checkpoints.push_back(std::move(c));
-    }
-  }
-}
-
-// Whether the job stopped because the hook asked, and in its words.
-void find_hook_stop(RunResult& run, const std::string& instance) {
-  if (run.outcome != Outcome::stopped || run.stop_cause != HH_STOP_CAUSE_HOOK) return;
-  const std::string asked = "hook '" + instance + "': ";
-  const std::string returned = "hook '" + instance + "' requested a stop in ";
-  if (run.reason.rfind(asked, 0) == 0) {
-    run.stopped_by_hook = true;
-    run.hook_stop_reason = run.reason.substr(asked.size());
-  } else if (run.reason.rfind(returned, 0) == 0) {
-    run.stopped_by_hook = true;
-    run.hook_stop_reason = run.reason.substr(std::string("hook '" + instance + "' ").size());
-  }
 }
 
 // The program's runtime options: a recovery continues from the newest checkpoint, hook states
@@ -392,7 +336,6 @@ RunResult HookTest::execute(const Prepared& p, bool run_steps) {
   for (RecordedCall& call : outcome.calls.calls) run.calls.push_back(std::move(call.call));
 
   run.disabled = run.report.disabled;
-  run.failure = parse_failure(run.report.failure);
   for (const LogRecord& line : sink->take()) {
     LogLine entry_line{level_name(line.level), line.text};
     if (line.logger == p.settings.instance_name)
@@ -401,8 +344,7 @@ RunResult HookTest::execute(const Prepared& p, bool run_steps) {
       run.host_log.push_back(entry_line);
     run.all_log_.push_back({line.logger, std::move(entry_line)});
   }
-  collect_checkpoints(run);
-  find_hook_stop(run, p.settings.instance_name);
+  read_failure_checkpoints_and_stop(run, p.settings.instance_name);
   return run;
 }
 
