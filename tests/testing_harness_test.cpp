@@ -1,16 +1,21 @@
 // The installed hook test harness, <hookhost/testing.hpp>, driving real built plugins: each
 // scripting feature and each observation, asserted on what the built-in plugins and the fixtures
-// are known to do.
+// are known to do; and the harness run under it, which `hookhost check` shares.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <hookhost/testing.hpp>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "hookhost/host/loader.hpp"
+#include "hookhost/host/params.hpp"
+#include "plugins/elf_note.hpp"
 #include "process.hpp"
+#include "testing/harness_run.hpp"
 
 namespace {
 
@@ -549,6 +554,63 @@ TEST(HookTestRunDir, TheRunDirectoryLivesAsLongAsTheRun) {
   }
   EXPECT_TRUE(fs::exists(dir / "history.csv"));
   fs::remove_all(dir);
+}
+
+// --- The harness run that HookTest and `hookhost check` share (testing/harness_run.hpp). ---
+
+// The scripted fixture, loaded into this process and tracing into the run directory, with 10
+// steps of data.
+hookhost::testing::HarnessSpec scripted_spec(const fs::path& run_dir,
+                                             std::multimap<std::string, std::string> params) {
+  params.emplace("trace", (run_dir / "trace.txt").string());
+  hookhost::DiscoveredPlugin found;
+  found.file = fixture("scripted");
+  found.metadata = *hookhost::read_plugin_note(found.file).metadata;
+  hookhost::testing::HarnessSpec spec;
+  spec.script.end_of_data_step = 11;
+  spec.options.run_dir = run_dir;
+  spec.hook.plugin = hookhost::load_plugin(found);
+  spec.hook.settings.instance_name = "scripted";
+  spec.hook.params = hookhost::resolve_params(found.metadata, "scripted", params);
+  return spec;
+}
+
+TEST(HarnessRun, TheObserverSeesEveryStepAndAStopItAsksEndsTheJobAfterThatStep) {
+  hookhost::testing::TempDir dir;
+  hookhost::testing::HarnessSpec spec = scripted_spec(dir.path(), {});
+  std::vector<int64_t> seen;
+  spec.after_step = [&](int64_t steps_run, hookhost::Runtime& runtime,
+                        const hookhost::testing::CallLog& calls) {
+    seen.push_back(steps_run);
+    EXPECT_FALSE(calls.calls.empty());
+    if (steps_run == 3) runtime.request_stop(HH_STOP_CAUSE_HOST, "enough");
+  };
+  const hookhost::testing::HarnessOutcome out = hookhost::testing::run_harness(spec);
+  ASSERT_TRUE(out.created);
+  EXPECT_FALSE(out.create_error);
+  EXPECT_EQ(out.result.outcome, Outcome::stopped);
+  EXPECT_EQ(out.result.global_step, 3);
+  EXPECT_THAT(seen, ElementsAre(1, 2, 3));
+  ASSERT_FALSE(out.calls.calls.empty());
+  EXPECT_EQ(out.calls.calls.front().call.callback, Callback::begin);
+  EXPECT_EQ(out.calls.calls.back().call.callback, Callback::end);
+  EXPECT_FALSE(out.calls.destroy_error);
+  EXPECT_EQ(out.reports.size(), 1u);
+}
+
+TEST(HarnessRun, ARefusedCreateIsTheOutcomesCreateErrorAndNothingRuns) {
+  hookhost::testing::TempDir dir;
+  hookhost::testing::HarnessSpec spec = scripted_spec(dir.path(), {{"create_fail", "true"}});
+  int steps = 0;
+  spec.after_step = [&](int64_t, hookhost::Runtime&, const hookhost::testing::CallLog&) {
+    ++steps;
+  };
+  const hookhost::testing::HarnessOutcome out = hookhost::testing::run_harness(spec);
+  EXPECT_FALSE(out.created);
+  ASSERT_TRUE(out.create_error);
+  EXPECT_THAT(out.create_error->what(), HasSubstr("scripted"));
+  EXPECT_EQ(steps, 0);
+  EXPECT_THAT(out.calls.calls, IsEmpty());
 }
 
 }  // namespace

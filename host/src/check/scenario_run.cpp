@@ -2,8 +2,7 @@
 
 #include "check/failing_hook.hpp"
 #include "hookhost/host/params.hpp"
-#include "sandbox/process_dispatch.hpp"
-#include "testing/call_recorder.hpp"
+#include "testing/harness_run.hpp"
 #include "testing/scripted_workload.hpp"
 
 namespace hookhost::check {
@@ -44,6 +43,20 @@ testing::detail::Script workload_script(const std::set<std::string>& names,
   return script;
 }
 
+// The hook under check in its own runner. It keeps every call after an error (on_error =
+// continue), so each fault is seen, and a lost runner is not restarted (on_crash = disable): one
+// crash is one finding. Throws ConfigError for parameters the plugin does not take.
+testing::HarnessHook hook_under_check(const CheckTarget& target, const RunSpec& spec) {
+  testing::HarnessHook hook;
+  hook.plugin = target.plugin;
+  hook.isolation = Isolation::process;
+  hook.sandbox.call_timeout = target.call_timeout;
+  hook.settings = HookSettings{target.instance, 0, FailurePolicy::keep_going};
+  hook.settings.on_crash = CrashPolicy::disable;
+  hook.params = resolve_params(target.plugin->metadata(), target.instance, spec.params);
+  return hook;
+}
+
 }  // namespace
 
 RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
@@ -53,66 +66,42 @@ RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
   std::error_code ec;
   std::filesystem::create_directories(spec.run_dir, ec);
 
-  testing::ScriptedWorkload session(workload_script(target.names, spec.workload));
-  testing::CallLog calls;  // outlives the runtime: destroy() is recorded too
-  {
-    RuntimeOptions options;
-    options.run_dir = spec.run_dir;
-    options.logger = target.logger;
-    options.recovery_backoff = std::chrono::milliseconds(1);
-    Runtime runtime(session, options);
-    if (spec.restore) runtime.restore_hook_states(*spec.restore);
+  testing::HarnessSpec run;
+  run.script = workload_script(target.names, spec.workload);
+  run.options.run_dir = spec.run_dir;
+  run.options.logger = target.logger;
+  run.restored_states = spec.restore;
+  run.internal_error_label = "hookhost check: internal error";
+  run.log_internal_error = false;
+  try {
+    run.hook = hook_under_check(target, spec);
+  } catch (const ConfigError& e) {
+    out.create_error = e.what();
+    out.log = target.sink->take();
+    return out;
+  }
+  if (spec.neighbour_fails_at)
+    run.extra_hooks.push_back(
+        {HookSettings{neighbour_name(target.instance), 1, FailurePolicy::fail},
+         [fail_at = *spec.neighbour_fails_at] { return std::make_unique<FailingHook>(fail_at); }});
+  auto sample = spec.memory_samples_after.begin();
+  run.after_step = [&](int64_t steps, Runtime& runtime, const testing::CallLog& calls) {
+    if (spec.stop_after_steps && steps == *spec.stop_after_steps)
+      runtime.request_stop(HH_STOP_CAUSE_HOST,
+                           "hookhost check: a stop requested by the embedding program");
+    if (sample == spec.memory_samples_after.end() || steps != *sample) return;
+    ++sample;
+    if (calls.runner_lost) return;
+    if (const auto bytes = resident_bytes(calls.runner_pid)) out.memory.push_back({steps, *bytes});
+  };
 
-    // The hook keeps every call after an error (on_error = continue), so each fault is seen, and a
-    // lost runner is not restarted (on_crash = disable): one crash is one finding.
-    HookSettings settings{target.instance, 0, FailurePolicy::keep_going};
-    settings.on_crash = CrashPolicy::disable;
-    SandboxOptions sandbox;
-    sandbox.call_timeout = target.call_timeout;
-    const LoadedPlugin& plugin = *target.plugin;
-    try {
-      const ResolvedParams params = resolve_params(plugin.metadata(), target.instance, spec.params);
-      runtime.add_hook(plugin.metadata().id, 1, settings, [&](const hh_host& host) {
-        return testing::recording_dispatch(
-            make_process_dispatch(plugin, target.instance, params, host, sandbox), calls,
-            spec.workload.first_step);
-      });
-      out.created = true;
-    } catch (const ConfigError& e) {
-      out.create_error = e.what();
-    }
-
-    if (out.created) {
-      if (spec.neighbour_fails_at)
-        runtime.add_hook(std::make_unique<FailingHook>(*spec.neighbour_fails_at),
-                         HookSettings{neighbour_name(target.instance), 1, FailurePolicy::fail});
-      try {
-        int64_t steps = 0;
-        auto sample = spec.memory_samples_after.begin();
-        if (runtime.start()) {
-          while (!runtime.should_stop()) {
-            runtime.run();
-            ++steps;
-            if (spec.stop_after_steps && steps == *spec.stop_after_steps)
-              runtime.request_stop(HH_STOP_CAUSE_HOST,
-                                   "hookhost check: a stop requested by the embedding program");
-            if (sample != spec.memory_samples_after.end() && steps == *sample) {
-              ++sample;
-              if (calls.runner_lost) continue;
-              if (const auto bytes = resident_bytes(calls.runner_pid))
-                out.memory.push_back({steps, *bytes});
-            }
-          }
-        }
-      } catch (const std::exception& e) {
-        out.internal_error = e.what();
-        runtime.fail_job(std::string("hookhost check: internal error: ") + e.what());
-      }
-      out.result = runtime.close();
-      out.states = runtime.saved_hook_states();
-    }
-  }  // the runtime destroys the hook here: destroy() is observed too
-  out.calls = judged_calls(calls, session);
+  testing::HarnessOutcome harness = testing::run_harness(run);
+  out.created = harness.created;
+  if (harness.create_error) out.create_error = harness.create_error->what();
+  out.internal_error = std::move(harness.internal_error);
+  out.result = std::move(harness.result);
+  out.states = std::move(harness.states);
+  out.calls = judged_calls(harness.calls, testing::ScriptedWorkload(run.script));
   out.log = target.sink->take();
   return out;
 }

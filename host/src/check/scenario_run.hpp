@@ -1,7 +1,6 @@
-// One scenario of a check: a fresh runtime around the test harness's scripted workload, the hook
-// under check in its own hookhost-runner (isolation = process, through the real runtime) with its
-// calls recorded by the harness, optionally a failing hook beside it, driven through a whole
-// lifecycle; what it saw is kept for judging.
+// One scenario of a check: a run of the test harness (testing/harness_run.hpp) with the hook under
+// check in its own hookhost-runner (isolation = process), optionally a failing hook beside it, a
+// stop or memory samples after given steps; what it saw is kept for judging.
 #pragma once
 
 #include <chrono>

@@ -1,27 +1,26 @@
-// hookhost::testing::HookTest: one plugin file through the real runtime around the scripted
-// workload (scripted_workload.hpp), its calls recorded (call_recorder.hpp) and its log captured
-// (log_capture.hpp). Everything else (create, validation, policies, services, checkpoints) is the
-// runtime's own path.
+// hookhost::testing::HookTest: one plugin file, configured as `hookhost run --set` reads it, run
+// through the harness (harness_run.hpp) with its log captured (log_capture.hpp), and what happened
+// told as a RunResult. Everything else (create, validation, policies, services, checkpoints) is
+// the runtime's own path.
 #include "hookhost/testing.hpp"
 
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 
 #include <algorithm>
-#include <charconv>
 #include <stdexcept>
 #include <system_error>
 
 #include "hookhost/host/job.hpp"
 #include "hookhost/host/loader.hpp"
-#include "support/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/trust.hpp"
-#include "sandbox/process_dispatch.hpp"
 #include "storage/checkpoint.hpp"
+#include "support/display_text.hpp"
 #include "testing/call_recorder.hpp"
+#include "testing/harness_run.hpp"
 #include "testing/log_capture.hpp"
-#include "testing/scripted_workload.hpp"
+#include "testing/run_result.hpp"
 
 namespace hookhost::testing {
 
@@ -68,110 +67,34 @@ fs::path make_run_dir() {
   return pattern;
 }
 
-// "after_run failed: MESSAGE" (HookReport::failure) as a callback and a message.
-std::optional<HookFailure> parse_failure(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  for (size_t i = 0; i < kCallbackNames.size(); ++i) {
-    const std::string prefix = std::string(kCallbackNames[i]) + " failed: ";
-    if (text.rfind(prefix, 0) == 0)
-      return HookFailure{static_cast<Callback>(i), text.substr(prefix.size())};
-  }
-  return HookFailure{Callback::begin, text};
-}
-
-// The runtime's checkpoint lines: "wrote checkpoint FILE (requested by WHO)" and "not writing
-// the checkpoint requested by WHO: the job failed, ...".
-void collect_checkpoints(RunResult& run) {
-  const std::string wrote = "wrote checkpoint ";
-  const std::string by = " (requested by ";
-  const std::string not_written = "not writing the checkpoint requested by ";
-  const std::string because_failed = ": the job failed";
-  for (const LogLine& line : run.host_log) {
-    const std::string& text = line.text;
-    if (text.rfind(wrote, 0) == 0) {
-      const size_t open = text.find(by);
-      if (open == std::string::npos || text.back() != ')') continue;
-      RequestedCheckpoint c;
-      c.file = text.substr(wrote.size(), open - wrote.size());
-      c.requested_by = text.substr(open + by.size(), text.size() - 1 - open - by.size());
-      c.written = true;
-      const std::string name = c.file.filename().string();
-      const auto dash = name.rfind('-');
-      if (dash != std::string::npos)
-        std::from_chars(name.data() + dash + 1, name.data() + name.size(), c.global_step);
-      run.checkpoints.push_back(std::move(c));
-    } else if (text.rfind(not_written, 0) == 0) {
-      const size_t end = text.find(because_failed, not_written.size());
-      RequestedCheckpoint c;
-      c.requested_by = text.substr(not_written.size(), end - not_written.size());
-      c.global_step = run.global_step;
-      run.checkpoints.push_back(std::move(c));
+// The program's runtime options: a recovery continues from the newest checkpoint, hook states
+// included.
+RuntimeOptions runtime_options(const fs::path& run_dir, std::shared_ptr<spdlog::logger> logger) {
+  RuntimeOptions options;
+  options.run_dir = run_dir;
+  options.config_dir = fs::current_path();  // no configuration file: the working directory
+  options.logger = logger;
+  options.checkpoint_dir = kCheckpointFolder;
+  options.checkpoint_basename = kCheckpointBasename;
+  const fs::path checkpoint_dir = run_dir / kCheckpointFolder;
+  options.on_recover = [checkpoint_dir, logger](Runtime& rt) {
+    const auto restore_into_session = [&rt](const fs::path& file, const Checkpoint& c) {
+      rt.session().restore_state(c.workload_state);
+      if (rt.session().global_step() != c.global_step)
+        throw std::runtime_error(file.string() + ": its workload state is not at its step");
+    };
+    if (auto restored =
+            restore_latest_checkpoint(checkpoint_dir, kCheckpointBasename, restore_into_session);
+        restored && !restored->file.empty()) {
+      rt.restore_hook_states(restored->checkpoint.hook_states);
+      logger->info("recovery: restored {} at global step {}", restored->file.string(),
+                   restored->checkpoint.global_step);
     }
-  }
-}
-
-// Whether the job stopped because the hook asked, and in its words.
-void find_hook_stop(RunResult& run, const std::string& instance) {
-  if (run.outcome != Outcome::stopped || run.stop_cause != HH_STOP_CAUSE_HOOK) return;
-  const std::string asked = "hook '" + instance + "': ";
-  const std::string returned = "hook '" + instance + "' requested a stop in ";
-  if (run.reason.rfind(asked, 0) == 0) {
-    run.stopped_by_hook = true;
-    run.hook_stop_reason = run.reason.substr(asked.size());
-  } else if (run.reason.rfind(returned, 0) == 0) {
-    run.stopped_by_hook = true;
-    run.hook_stop_reason = run.reason.substr(std::string("hook '" + instance + "' ").size());
-  }
+  };
+  return options;
 }
 
 }  // namespace
-
-// --- Call and RunResult. ---
-
-std::string Call::name() const {
-  const std::string base = name_of(callback);
-  if (callback == Callback::before_run || callback == Callback::after_run)
-    return base + "@" + std::to_string(step);
-  return base;
-}
-
-std::vector<std::string> RunResult::trace() const {
-  std::vector<std::string> names;
-  for (const Call& call : calls) names.push_back(call.name());
-  return names;
-}
-
-std::vector<std::string> RunResult::fetched(int64_t step) const {
-  for (auto it = session_runs.rbegin(); it != session_runs.rend(); ++it)
-    if (it->step == step) return it->fetched;
-  return {};
-}
-
-TensorMap RunResult::fed(int64_t step) const {
-  for (auto it = session_runs.rbegin(); it != session_runs.rend(); ++it)
-    if (it->step == step) return it->fed;
-  return {};
-}
-
-std::vector<std::string> RunResult::log_lines(std::string_view level) const {
-  std::vector<std::string> texts;
-  for (const LogLine& line : log)
-    if (line.level == level) texts.push_back(line.text);
-  return texts;
-}
-
-std::string RunResult::log_text() const {
-  std::string text;
-  for (const LoggedLine& l : all_log_)
-    text += "[" + l.logger + "] [" + l.line.level + "] " + l.line.text + "\n";
-  return text;
-}
-
-std::string RunResult::state_bytes() const {
-  return saved_state ? saved_state->bytes : std::string();
-}
-
-// --- HookTest. ---
 
 HookTest::HookTest(fs::path plugin_file, std::string instance_name)
     : plugin_file_(std::move(plugin_file)), instance_name_(std::move(instance_name)) {
@@ -297,6 +220,8 @@ struct HookTest::Prepared {
   Isolation isolation = Isolation::in_process;
   std::chrono::milliseconds call_timeout{0};
   uint64_t memory_limit_mb = 0;
+
+  HarnessHook hook_under_test(const fs::path& plugin_file, const PluginMetadata& plugin) const;
 };
 
 // The configuration as `hookhost run --set hook.NAME.KEY=VALUE ...` reads and checks it.
@@ -329,6 +254,36 @@ HookTest::Prepared HookTest::prepare() const {
   return p;
 }
 
+// The hook under test as the program makes it: loaded into this process, or under isolation =
+// process its file and note only (its code runs in its runner only).
+HarnessHook HookTest::Prepared::hook_under_test(const fs::path& plugin_file,
+                                                const PluginMetadata& plugin) const {
+  HarnessHook hook;
+  hook.isolation = isolation;
+  hook.settings = settings;
+  hook.params = params;
+  if (isolation == Isolation::in_process) {
+    try {
+      DiscoveredPlugin found;
+      found.file = plugin_file;
+      found.metadata = plugin;
+      hook.plugin = load_plugin(found);
+    } catch (const LoadError& e) {
+      throw ConfigError(config.where(this->hook, "plugin") + e.what(), "plugin");
+    }
+    return hook;
+  }
+  try {
+    hook.plugin = std::make_shared<const LoadedPlugin>(plugin_file, plugin, nullptr,
+                                                       sha256_of_file(plugin_file));
+  } catch (const std::exception& e) {
+    throw ConfigError(config.where(this->hook, "plugin") + display_text(e.what(), 1024));
+  }
+  hook.sandbox.call_timeout = call_timeout;
+  hook.sandbox.memory_limit_mb = memory_limit_mb;
+  return hook;
+}
+
 RunResult HookTest::execute(const Prepared& p, bool run_steps) {
   RunResult run;
   const bool keep = keep_run_dir_;
@@ -344,117 +299,43 @@ RunResult HookTest::execute(const Prepared& p, bool run_steps) {
   auto logger = make_capture_logger(sink, false);
   logger->set_level(spdlog::level::from_str(log_level_));
 
-  ScriptedWorkload session(script_, &run.session_runs);
-  CallLog calls;
-  RuntimeOptions options;
-  options.run_dir = run.run_dir;
-  options.config_dir = fs::current_path();  // no configuration file: the working directory
-  options.logger = logger;
-  options.recovery_backoff = std::chrono::milliseconds(1);
-  options.checkpoint_dir = kCheckpointFolder;
-  options.checkpoint_basename = kCheckpointBasename;
-  // As the program: a recovery continues from the newest checkpoint, hook states included.
-  const fs::path checkpoint_dir = run.run_dir / kCheckpointFolder;
-  options.on_recover = [checkpoint_dir, logger](Runtime& rt) {
-    const auto restore_into_session = [&rt](const fs::path& file, const Checkpoint& c) {
-      rt.session().restore_state(c.workload_state);
-      if (rt.session().global_step() != c.global_step)
-        throw std::runtime_error(file.string() + ": its workload state is not at its step");
-    };
-    if (auto restored =
-            restore_latest_checkpoint(checkpoint_dir, kCheckpointBasename, restore_into_session);
-        restored && !restored->file.empty()) {
-      rt.restore_hook_states(restored->checkpoint.hook_states);
-      logger->info("recovery: restored {} at global step {}", restored->file.string(),
-                   restored->checkpoint.global_step);
-    }
-  };
-
-  // The plugin's entry, copied with a create() that records; it must outlive the runtime.
-  std::shared_ptr<const LoadedPlugin> loaded;
-  std::shared_ptr<hh_plugin_entry> entry;
-  if (p.isolation == Isolation::in_process) {
-    try {
-      DiscoveredPlugin found;
-      found.file = plugin_file_;
-      found.metadata = plugin_;
-      loaded = load_plugin(found);
-    } catch (const LoadError& e) {
-      throw ConfigError(p.config.where(p.hook, "plugin") + e.what(), "plugin");
-    }
-    entry = recording_entry(loaded->entry());
-  }
-  const uint32_t state_version = loaded ? loaded->entry().state_version : 1;
-  // As the program: under isolation = process the plugin's code runs in its runner only.
-  std::optional<LoadedPlugin> unloaded;
-  if (p.isolation == Isolation::process) {
-    try {
-      unloaded.emplace(plugin_file_, plugin_, nullptr, sha256_of_file(plugin_file_));
-    } catch (const std::exception& e) {
-      throw ConfigError(p.config.where(p.hook, "plugin") + display_text(e.what(), 1024));
-    }
-  }
-
-  auto runtime = std::make_unique<Runtime>(session, options);
-  session.set_runtime(runtime.get());
+  HarnessSpec spec;
+  spec.script = script_;
+  spec.session_runs = &run.session_runs;
+  spec.options = runtime_options(run.run_dir, logger);
+  spec.hook = p.hook_under_test(plugin_file_, plugin_);
   if (restored_state_ || restored_bytes_) {
+    const uint32_t state_version =
+        p.isolation == Isolation::in_process ? spec.hook.plugin->entry().state_version : 1;
     SavedHookState state = restored_state_
                                ? *restored_state_
                                : SavedHookState{plugin_.id, state_version, *restored_bytes_};
-    runtime->restore_hook_states(
-        std::map<std::string, SavedHookState>{{p.settings.instance_name, std::move(state)}});
+    spec.restored_states =
+        std::map<std::string, SavedHookState>{{p.settings.instance_name, std::move(state)}};
   }
+  spec.run_steps = run_steps;
 
-  try {
-    if (p.isolation == Isolation::in_process) {
-      auto recording = std::make_shared<const LoadedPlugin>(loaded->file(), loaded->metadata(),
-                                                            entry.get(), loaded->sha256());
-      const RecordingScope scope(loaded->entry(), calls, script_.start_step);
-      runtime->add_hook(recording, p.settings, p.params);
-    } else {
-      const LoadedPlugin& plugin = *unloaded;
-      SandboxOptions sandbox;
-      sandbox.call_timeout = p.call_timeout;
-      sandbox.memory_limit_mb = p.memory_limit_mb;
-      const int64_t start_step = script_.start_step;
-      runtime->add_hook(plugin_.id, 1, p.settings, [&](const hh_host& host) {
-        return recording_dispatch(
-            make_process_dispatch(plugin, p.settings.instance_name, p.params, host, sandbox), calls,
-            start_step);
-      });
-    }
-  } catch (const ConfigError& e) {
+  HarnessOutcome outcome = run_harness(spec);
+  if (outcome.create_error) {
     // As the program: a plugin's refusal points at the key its message names.
+    const ConfigError& e = *outcome.create_error;
     const std::string key = e.key().empty() ? key_named_in(e.what(), p.hook.params) : e.key();
     throw ConfigError(p.config.where(p.hook, key) + display_text(e.what(), 1024), key);
   }
-  if (!run_steps) return run;  // the runtime destroys the instance, never begun
+  if (!run_steps) return run;  // the runtime destroyed the instance, never begun
 
-  // The program's loop (Job::run): nothing may skip the ending.
-  try {
-    if (runtime->start())
-      while (!runtime->should_stop()) runtime->run();
-  } catch (const std::exception& e) {
-    logger->error("internal error: {}", e.what());
-    runtime->fail_job(std::string("internal error: ") + e.what());
-  }
-  const JobResult result = runtime->close();
+  const JobResult& result = outcome.result;
   run.outcome = result.outcome;
   run.stop_cause = result.stop_cause;
   run.reason = result.reason;
   run.global_step = result.global_step;
   run.steps_run = result.steps_run;
-  const auto states = runtime->saved_hook_states();
-  if (auto it = states.find(p.settings.instance_name); it != states.end())
+  if (auto it = outcome.states.find(p.settings.instance_name); it != outcome.states.end())
     run.saved_state = it->second;
-  const auto reports = runtime->reports();
-  if (!reports.empty()) run.report = reports.front();
-  runtime.reset();  // destroy() runs here; what it logs is kept too
-  session.set_runtime(nullptr);
-  for (RecordedCall& call : calls.calls) run.calls.push_back(std::move(call.call));
+  if (!outcome.reports.empty()) run.report = outcome.reports.front();
+  for (RecordedCall& call : outcome.calls.calls) run.calls.push_back(std::move(call.call));
 
   run.disabled = run.report.disabled;
-  run.failure = parse_failure(run.report.failure);
   for (const LogRecord& line : sink->take()) {
     LogLine entry_line{level_name(line.level), line.text};
     if (line.logger == p.settings.instance_name)
@@ -463,8 +344,7 @@ RunResult HookTest::execute(const Prepared& p, bool run_steps) {
       run.host_log.push_back(entry_line);
     run.all_log_.push_back({line.logger, std::move(entry_line)});
   }
-  collect_checkpoints(run);
-  find_hook_stop(run, p.settings.instance_name);
+  read_failure_checkpoints_and_stop(run, p.settings.instance_name);
   return run;
 }
 
