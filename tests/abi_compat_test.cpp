@@ -23,7 +23,8 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
   std::map<std::string, SavedHookState> saved;
   {
     PluginHarness h({}, {id});
-    h.session.end_at = 2;
+    h.workload.script().end_of_data_step = 3;
+    h.workload.script().values["loss"] = loss_of_ten_over_step;  // the trace's loss=10, loss=5
     h.add("old", id, {{"trace", first.string()}});
     EXPECT_EQ(h.run().outcome, Outcome::completed);
     saved = h.runtime().saved_hook_states();
@@ -38,7 +39,7 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
   EXPECT_EQ(saved.at("old"), (SavedHookState{id, 1, "2"}));
 
   PluginHarness h({}, {id});
-  h.session.end_at = 0;
+  h.workload.script().end_of_data_step = 1;
   h.add("old", id, {{"trace", second.string()}});
   h.runtime().restore_hook_states(saved);
   h.run();
@@ -66,7 +67,7 @@ TEST(HandWrittenNote, IsDiscoveredAndThePluginRuns) {
   EXPECT_EQ(p->metadata.params[0].default_value, "0.5");
 
   PluginHarness h({}, {"hand_note"});
-  h.session.end_at = 2;
+  h.workload.script().end_of_data_step = 3;
   h.add("by_hand", "hand_note", {{"threshold", "0.25"}});
   EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
 }

@@ -625,7 +625,7 @@ class HoldingSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex>
   std::binary_semaphore release_{0};
 };
 
-// A runtime over the scripted session with one recorder hook (its state counts its after_runs),
+// A runtime over the scripted workload with one recorder hook (its state counts its after_runs),
 // logging into a HoldingSink.
 struct BackgroundSaves {
   explicit BackgroundSaves(const std::string& hold_on = "")
@@ -709,7 +709,7 @@ TEST(CheckpointWriting, TheCheckpointHoldsTheStateAtTheRequestWhileTheJobMovesOn
   job.runtime().run();  // the snapshot is taken here; its write is held up
   job.runtime().run();
   job.runtime().run();
-  EXPECT_EQ(job.h.session.step, 3);
+  EXPECT_EQ(job.h.workload.global_step(), 3);
   EXPECT_EQ(job.runtime().saved_hook_states().at("recorder").bytes, "after_runs=3");
   EXPECT_FALSE(job.runtime().last_checkpoint().has_value());  // in flight: not named yet
 
@@ -860,7 +860,7 @@ TEST(CheckpointWriter, TheWriterThreadRunsAsSchedBatchWithAsynchronousSignalsBlo
 // a plugin id (checkpoint format 1) goes to whichever plugin the instance now uses.
 TEST(RestoredStates, AStateSavedByAnotherPluginIsDroppedWithAWarningNamingBoth) {
   PluginHarness h({}, {"scripted"});
-  h.session.end_at = 1;
+  h.workload.script().end_of_data_step = 2;
   const fs::path trace = h.root() / "trace.txt";
   for (const char* name : {"swapped", "same", "untagged"})
     h.add(name, "scripted", {{"trace", trace.string()}});

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "scripted_session.hpp"
 #include "test_support.hpp"
+#include "testing/scripted_workload.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -37,7 +37,7 @@ class LrWarmupExample : public ::testing::Test {
     ASSERT_TRUE(found.rejected.empty()) << found.rejected[0].reason;
     ASSERT_NE(found.find("lr_warmup"), nullptr);
     plugin_ = load_plugin(*found.find("lr_warmup"));
-    session_.end_at = 6;
+    session_.script().end_of_data_step = 7;  // steps 1..6
     RuntimeOptions options;
     options.run_dir = dir_.path();
     options.logger = std::make_shared<spdlog::logger>(
@@ -62,9 +62,9 @@ class LrWarmupExample : public ::testing::Test {
   // The learning rate fed to each session call, or nullopt when nothing was fed.
   std::vector<std::optional<float>> fed_rates() const {
     std::vector<std::optional<float>> out;
-    for (const auto& feeds : session_.feeds_seen) {
-      auto it = feeds.find("learning_rate");
-      out.push_back(it == feeds.end()
+    for (const SessionRun& run : runs_) {
+      auto it = run.fed.find("learning_rate");
+      out.push_back(it == run.fed.end()
                         ? std::nullopt
                         : std::optional<float>(static_cast<float>(it->second.as_double())));
     }
@@ -73,7 +73,8 @@ class LrWarmupExample : public ::testing::Test {
 
   TempDir dir_;
   std::ostringstream log_;
-  ScriptedSession session_;
+  std::vector<SessionRun> runs_;  // one per run() call of session_
+  ScriptedWorkload session_{detail::Script{}, &runs_};
   std::shared_ptr<const LoadedPlugin> plugin_;
   std::optional<Runtime> runtime_;
 };
@@ -96,7 +97,7 @@ TEST_F(LrWarmupExample, FeedsALinearlyRisingLearningRateThenLetsTheWorkloadDecid
 }
 
 TEST_F(LrWarmupExample, ResumedJobContinuesTheRampFromTheGlobalStep) {
-  session_.step = 2;
+  session_.set_global_step(2);
   add({{"target_lr", "1.0"}, {"start_lr", "0.2"}, {"warmup_steps", "4"}});
   runtime_->run_to_end();
   // Steps 3 and 4 of the ramp from 0.2 to 1.0: 0.2 + 0.8 * 3/4 and 0.2 + 0.8 * 4/4.

@@ -41,14 +41,15 @@ TEST(FutureMinor, LoadsThroughItsOwnStridesAndRunsTheWholeLifecycle) {
   const fs::path trace = dir / "trace.txt";
   {
     PluginHarness h({}, {"future_minor"});
-    h.session.end_at = 3;
+    h.workload.script().end_of_data_step = 4;
+    h.workload.script().values["loss"] = loss_of_ten_over_step;  // the trace's loss=10, 5, 3.33333
     h.add("later", "future_minor", {{"trace", trace.string()}, {"scale", "5"}});
     EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
     // The bigger view fed at global step 1 reached the workload with 1.0's fields intact.
-    ASSERT_GE(h.session.feeds_seen.size(), 2u);
-    EXPECT_TRUE(h.session.feeds_seen[0].empty());
-    ASSERT_EQ(h.session.feeds_seen[1].count("learning_rate"), 1u);
-    EXPECT_FLOAT_EQ(h.session.feeds_seen[1].at("learning_rate").as_double(), 0.005);
+    ASSERT_GE(h.runs.size(), 2u);
+    EXPECT_TRUE(h.runs[0].fed.empty());
+    ASSERT_EQ(h.runs[1].fed.count("learning_rate"), 1u);
+    EXPECT_FLOAT_EQ(h.runs[1].fed.at("learning_rate").as_double(), 0.005);
     // Its state went through state_put like any other.
     const auto saved = h.runtime().saved_hook_states();
     ASSERT_EQ(saved.count("later"), 1u);
@@ -68,7 +69,7 @@ TEST(FutureMinor, ItsDefaultComesThroughTheParamStride) {
   TempDir dir;
   const fs::path trace = dir / "trace.txt";
   PluginHarness h({}, {"future_minor"});
-  h.session.end_at = 0;
+  h.workload.script().end_of_data_step = 1;
   h.add("later", "future_minor", {{"trace", trace.string()}});
   h.run();
   EXPECT_EQ(lines_of(read_file(trace)).front(), "begin host=" + std::to_string(HH_ABI_MAJOR) + "." +

@@ -49,7 +49,7 @@ void add_sandboxed(PluginHarness& h, const std::string& instance,
 // "function -> answer" of one job whose probe calls every described function in `mode`.
 std::map<std::string, std::string> answers(const std::string& mode, bool sandboxed) {
   PluginHarness h({}, {"host_function_probe"});
-  h.session.end_at = 3;
+  h.workload.script().end_of_data_step = 4;
   const fs::path report = h.root() / "report.txt";
   const std::multimap<std::string, std::string> params = {
       {"functions", joined(names_of(AllHostFunctions{}))},
@@ -147,7 +147,7 @@ TEST(EmbedderServices, ASandboxedHookIsRefusedAtStartNamingTheServicesAndWhatToD
 TEST(EmbedderServices, AnEmbeddersTableForABuiltInIdReachesASandboxedHook) {
   PluginHarness h({}, {"host_function_probe"});
   h.options.services[HH_SERVICE_STEPS] = &kEmbedderSteps;
-  h.session.end_at = 2;
+  h.workload.script().end_of_data_step = 3;
   const fs::path report = h.root() / "report.txt";
   add_sandboxed(h, "boxed", {{"functions", "hh.steps/1 last_step"}, {"report", report.string()}});
   h.run();

@@ -41,7 +41,7 @@ TEST(CheckpointSaver, SavesAtSessionCreationEveryNStepsAndAtTheEnd) {
   EXPECT_EQ(h.run().outcome, Outcome::completed);
   const fs::path dir = h.run_dir() / "checkpoints";
   EXPECT_THAT(saved_steps(dir), ElementsAre(0, 3, 6, 9, 10));
-  // Each file holds the workload as it was at that step (ScriptedSession saves its step).
+  // Each file holds the workload as it was at that step (the scripted workload saves its step).
   for (int64_t step : {0, 3, 6, 9, 10}) {
     const Checkpoint c = read_checkpoint(dir / ("model.ckpt-" + std::to_string(step)));
     EXPECT_EQ(c.global_step, step);
@@ -178,7 +178,7 @@ TEST(CheckpointSaver, ResumedHooksHaveTheirStateBeforeCreateAndTheStepBeforeBegi
   // The order a program resumes in: workload state and hook states first, then the hooks.
   PluginHarness h({"checkpoint_saver"}, {"scripted"});
   h.options.checkpoint_dir = dir;
-  h.session.restore_state(restored->checkpoint.workload_state);
+  h.workload.restore_state(restored->checkpoint.workload_state);
   h.runtime().restore_hook_states(restored->checkpoint.hook_states);
   h.add("recorder", "scripted",
         {{"trace", (shared / "second.txt").string()}, {"trace_create", "true"}}, 1);
@@ -209,7 +209,7 @@ TEST(CheckpointSaver, FinalSaveWhenAHookStopsTheJob) {
 
 TEST(CheckpointSaver, AFailedJobWritesNoCheckpoint) {
   PluginHarness h({"checkpoint_saver"});
-  h.session.faults[6] = {StepStatus::error};
+  h.workload.script().faults[7] = {{StepStatus::error, "injected fault"}};  // at global step 6
   h.add("saver", "checkpoint_saver", {{"save_steps", "4"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::failed);
@@ -236,7 +236,7 @@ TEST(CheckpointSaver, AHookFailingTheJobInTheSameStepCancelsThatStepsCheckpoint)
 TEST(CheckpointSaver, ARecoveryPutsEveryHookBackToTheRestoredCheckpoint) {
   PluginHarness h({"checkpoint_saver"}, {"scripted"});
   const fs::path dir = h.run_dir() / "checkpoints";
-  h.session.faults[5] = {StepStatus::aborted};
+  h.workload.script().faults[6] = {{StepStatus::aborted, "injected fault"}};  // at global step 5
   // The program's recovery: the session and every hook state go back to the newest checkpoint.
   h.options.on_recover = [dir](Runtime& rt) {
     const auto restored = restore_latest_checkpoint(dir);
@@ -248,7 +248,7 @@ TEST(CheckpointSaver, ARecoveryPutsEveryHookBackToTheRestoredCheckpoint) {
   h.add("recorder", "scripted", {{"trace", trace.string()}}, 1);
   h.add("saver", "checkpoint_saver", {{"save_steps", "3"}});
   EXPECT_EQ(h.run().outcome, Outcome::completed);
-  EXPECT_THAT(h.session.creations, ElementsAre(1, 2));
+  EXPECT_THAT(h.workload.creations(), ElementsAre(1, 2));
   // Steps 4 and 5 ran twice, but the recorder counted each once: back to 3 at the recovery.
   EXPECT_THAT(read_file(trace), HasSubstr("after_create_session gs=3 creation=2 after_runs=3\n"));
   EXPECT_EQ(h.runtime().saved_hook_states().at("recorder").bytes, "after_runs=10");

@@ -20,7 +20,7 @@ using ::testing::Not;
 class FlatValueJob {
  public:
   explicit FlatValueJob(const std::string& lr = "0.5") {
-    h.session.end_at = 50;
+    h.workload.script().end_of_data_step = 51;
     h.add("feeder", "scripted",
           {{"trace", (h.root() / "trace.txt").string()}, {"feed", "learning_rate=" + lr}});
   }
@@ -91,6 +91,7 @@ TEST(EarlyStopping, RisingValueStopsInMinModeButNotInMaxMode) {
 TEST(EarlyStopping, MaxModeStopsOnAFallingLoss) {
   // Loss 10 at step 1 is the best; 5 at step 2 is worse: wait 1 = patience stops at step 2.
   PluginHarness h({"early_stopping"});
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("es", "early_stopping", {{"mode", "max"}, {"patience", "1"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
@@ -102,6 +103,7 @@ TEST(EarlyStopping, MinDeltaIgnoresSmallImprovements) {
   // Loss 10/step: 10, 5, 3.33 improve by more than 1; 2.5 improves on 3.33 by less than 1, so
   // it does not count: wait 1 = patience stops at step 4 with the best still 3.33.
   PluginHarness h({"early_stopping"});
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("es", "early_stopping", {{"min_delta", "1"}, {"patience", "1"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
@@ -113,6 +115,7 @@ TEST(EarlyStopping, AnImprovementBeyondMinDeltaResetsThePatienceCount) {
   // 2.5 misses by less than 1 (wait 1); 2 beats 3.33 by 1.33 (best 2, wait 0); 1.67 and 1.43 miss
   // (wait 1, then 2 = patience): stops at step 7 with the best 2.
   PluginHarness h({"early_stopping"});
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("es", "early_stopping", {{"min_delta", "1"}, {"patience", "2"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
@@ -145,10 +148,10 @@ TEST(EarlyStopping, ChecksAndFetchesOnlyEveryNSteps) {
   JobResult result = job.h.run();
   // Checks at global steps 2 (best) and 4 (wait 1 = patience).
   EXPECT_EQ(result.global_step, 4);
-  const auto& seen = job.h.session.fetches_seen;
+  const std::vector<SessionRun>& seen = job.h.runs;
   ASSERT_EQ(seen.size(), 4u);
   for (std::size_t i = 0; i < seen.size(); ++i)
-    EXPECT_EQ(fetched(seen[i], "learning_rate"), i % 2 == 1) << "iteration " << i;
+    EXPECT_EQ(fetched(seen[i].fetched, "learning_rate"), i % 2 == 1) << "iteration " << i;
 }
 
 TEST(EarlyStopping, SavesBestWaitAndTheStopAsHookState) {

@@ -271,7 +271,7 @@ TEST(PluginFuzz, EveryCallMatchesTheContractAndEveryRefusalIsLogged) {
     std::string log;
     {
       PluginHarness h({}, {"fuzzer"});
-      h.session.end_at = kSteps;
+      h.workload.script().end_of_data_step = kSteps + 1;
       h.options.max_state_bytes = kStateLimit;
       h.add("fuzz", "fuzzer",
             {{"seed", std::to_string(seed)},
@@ -414,7 +414,7 @@ TEST(PluginFuzz, AStopReasonReachesEveryHooksEndCutToTheLimit) {
     JobResult result;
     {
       PluginHarness h({}, {"fuzzer"});
-      h.session.end_at = kSteps;
+      h.workload.script().end_of_data_step = kSteps + 1;
       h.options.max_state_bytes = kStateLimit;
       auto add = [&](const std::string& name, int order, int calls, int64_t stop_at) {
         h.add(name, "fuzzer",
@@ -473,7 +473,7 @@ int run_fuzzer_with_short_views() {
   for (int seed = 1; seed <= 3; ++seed) {
     {
       PluginHarness h({}, {"fuzzer"});
-      h.session.end_at = kSteps;
+      h.workload.script().end_of_data_step = kSteps + 1;
       h.options.max_state_bytes = kStateLimit;
       h.add("fuzz", "fuzzer",
             {{"seed", std::to_string(seed)},

@@ -17,7 +17,7 @@ using ::testing::Not;
 
 TEST(GlobalStepWaiter, StartsAtOnceWhenTheStepIsAlreadyReached) {
   PluginHarness h({"global_step_waiter"});
-  h.session.step = 5;
+  h.workload.set_global_step(5);
   // A bounded wait, so that a regression fails instead of hanging.
   h.add("waiter", "global_step_waiter", {{"wait_until_step", "5"}, {"timeout_secs", "30"}});
   JobResult result = h.run();
@@ -29,7 +29,7 @@ TEST(GlobalStepWaiter, StartsAtOnceWhenTheStepIsAlreadyReached) {
 
 TEST(GlobalStepWaiter, StartsAtOnceWhenTheSessionIsPastTheStep) {
   PluginHarness h({"global_step_waiter"});
-  h.session.step = 8;
+  h.workload.set_global_step(8);
   h.add("waiter", "global_step_waiter", {{"wait_until_step", "3"}, {"timeout_secs", "30"}});
   EXPECT_EQ(h.run().steps_run, 2);
   EXPECT_THAT(h.log(), Not(HasSubstr("Waiting for global step")));
@@ -46,7 +46,7 @@ TEST(GlobalStepWaiter, ZeroOrNegativeTargetNeverWaits) {
 
 TEST(GlobalStepWaiter, TimeoutFailsTheHookNamingTheStepReached) {
   PluginHarness h({"global_step_waiter"});
-  h.session.step = 3;
+  h.workload.set_global_step(3);
   h.add("waiter", "global_step_waiter",
         {{"wait_until_step", "100"}, {"poll_secs", "0.01"}, {"timeout_secs", "0.05"}});
   JobResult result = h.run();

@@ -44,13 +44,21 @@ std::vector<std::string> rows_without_time(const fs::path& file) {
   return out;
 }
 
+// The harness with a loss of 10/step, the loss the rows below are written for.
+class HistoryJob : public PluginHarness {
+ public:
+  explicit HistoryJob(const std::vector<std::string>& builtins) : PluginHarness(builtins) {
+    workload.script().values["loss"] = loss_of_ten_over_step;
+  }
+};
+
 double now_secs() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 TEST(HistorySaver, RecordsTheFirstStepAndEveryNthGlobalStep) {
-  PluginHarness h({"history_saver"});
-  h.session.end_at = 25;
+  HistoryJob h({"history_saver"});
+  h.workload.script().end_of_data_step = 26;
   h.add("history", "history_saver");
   const double before = now_secs();
   h.run();
@@ -66,14 +74,14 @@ TEST(HistorySaver, RecordsTheFirstStepAndEveryNthGlobalStep) {
   EXPECT_GE(wall_time, std::floor(before * 1000) / 1000);
   EXPECT_LE(wall_time, std::ceil(after * 1000) / 1000);
   // Only the steps that get a row fetch the tensors.
-  EXPECT_THAT(h.session.fetches_seen[0], ElementsAre("loss"));
-  EXPECT_THAT(h.session.fetches_seen[1], IsEmpty());
-  EXPECT_THAT(h.session.fetches_seen[9], ElementsAre("loss"));
+  EXPECT_THAT(h.runs[0].fetched, ElementsAre("loss"));
+  EXPECT_THAT(h.runs[1].fetched, IsEmpty());
+  EXPECT_THAT(h.runs[9].fetched, ElementsAre("loss"));
 }
 
 TEST(HistorySaver, NonScalarTensorsGetMeanAndTotalColumns) {
-  PluginHarness h({"history_saver"});
-  h.session.end_at = 6;
+  HistoryJob h({"history_saver"});
+  h.workload.script().end_of_data_step = 7;
   h.add("history", "history_saver",
         {{"every_n_steps", "3"}, {"tensors", "loss,weights,global_step"}});
   h.run();
@@ -88,17 +96,17 @@ TEST(HistorySaver, ResumedJobContinuesTheSameFileWithoutDuplicatingSteps) {
   TempDir shared;
   const std::string path = (shared / "history.csv").string();
   {
-    PluginHarness h({"history_saver"});
-    h.session.end_at = 12;
+    HistoryJob h({"history_saver"});
+    h.workload.script().end_of_data_step = 13;
     h.add("history", "history_saver", {{"path", path}});
     h.run();
   }
   EXPECT_THAT(rows_without_time(path), ElementsAre("step,wall_time,loss", "1,T,10", "10,T,1"));
   {
     // The resumed job restarts from an older checkpoint (step 8) and replays steps 9 to 12.
-    PluginHarness h({"history_saver"});
-    h.session.step = 8;
-    h.session.end_at = 25;
+    HistoryJob h({"history_saver"});
+    h.workload.set_global_step(8);
+    h.workload.script().end_of_data_step = 26;
     h.add("history", "history_saver", {{"path", path}});
     h.run();
     h.finish();
@@ -112,12 +120,12 @@ TEST(HistorySaver, ResumedJobContinuesTheSameFileWithoutDuplicatingSteps) {
 
 // The rows an uninterrupted job with these parameters leaves, wall times replaced by "T".
 std::vector<std::string> uninterrupted_rows(const std::multimap<std::string, std::string>& params,
-                                            int64_t end_at) {
+                                            int64_t last_step) {
   TempDir shared;
   std::multimap<std::string, std::string> with_path = params;
   with_path.emplace("path", (shared / "history.csv").string());
-  PluginHarness h({"history_saver"});
-  h.session.end_at = end_at;
+  HistoryJob h({"history_saver"});
+  h.workload.script().end_of_data_step = last_step + 1;
   h.add("history", "history_saver", with_path);
   h.run();
   h.finish();
@@ -125,7 +133,7 @@ std::vector<std::string> uninterrupted_rows(const std::multimap<std::string, std
 }
 
 TEST(HistorySaver, RowsWaitInMemoryAndInTheHooksStateUntilEnd) {
-  PluginHarness h({"history_saver"});
+  HistoryJob h({"history_saver"});
   h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "3600"}});
   Runtime& runtime = h.runtime();
   ASSERT_TRUE(runtime.start());
@@ -146,7 +154,7 @@ TEST(HistorySaver, RowsWaitInMemoryAndInTheHooksStateUntilEnd) {
 }
 
 TEST(HistorySaver, FlushSecsZeroAppendsEachRowAtOnce) {
-  PluginHarness h({"history_saver"});
+  HistoryJob h({"history_saver"});
   h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "0"}});
   Runtime& runtime = h.runtime();
   ASSERT_TRUE(runtime.start());
@@ -161,8 +169,8 @@ TEST(HistorySaver, FlushSecsZeroAppendsEachRowAtOnce) {
 }
 
 TEST(HistorySaver, RowsReachTheFileInChunksWhileTheJobRuns) {
-  PluginHarness h({"history_saver"});
-  h.session.end_at = 1000;
+  HistoryJob h({"history_saver"});
+  h.workload.script().end_of_data_step = 1001;
   h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "3600"}});
   Runtime& runtime = h.runtime();
   ASSERT_TRUE(runtime.start());
@@ -184,8 +192,8 @@ TEST(HistorySaver, RowsReachTheFileInChunksWhileTheJobRuns) {
 }
 
 TEST(HistorySaver, AFailedJobStillWritesEveryRecordedRow) {
-  PluginHarness h({"history_saver"});
-  h.session.faults[7] = {StepStatus::error};
+  HistoryJob h({"history_saver"});
+  h.workload.script().faults[8] = {{StepStatus::error, "injected fault"}};  // at global step 7
   h.add("history", "history_saver", {{"every_n_steps", "2"}, {"flush_secs", "3600"}});
   EXPECT_EQ(h.run().outcome, Outcome::failed);
   EXPECT_THAT(rows_without_time(h.run_dir() / "history.csv"),
@@ -195,14 +203,14 @@ TEST(HistorySaver, AFailedJobStillWritesEveryRecordedRow) {
 // A recovery puts every hook's state back to the restored checkpoint's; the rows recorded since
 // then, still in memory, must be what the state holds again, or a later checkpoint would lose them.
 TEST(HistorySaver, ARecoveryKeepsEveryRecordedRowInTheState) {
-  PluginHarness h({"history_saver", "checkpoint_saver"});
-  h.session.faults[5] = {StepStatus::aborted};
-  h.session.end_at = 8;
+  HistoryJob h({"history_saver", "checkpoint_saver"});
+  h.workload.script().faults[6] = {{StepStatus::aborted, "injected fault"}};  // at global step 5
+  h.workload.script().end_of_data_step = 9;
   h.options.on_recover = [&](Runtime& runtime) {
     const auto restored = restore_latest_checkpoint(h.run_dir() / "checkpoints");
     ASSERT_TRUE(restored && !restored->file.empty());
     runtime.restore_hook_states(restored->checkpoint.hook_states);
-    h.session.step = restored->checkpoint.global_step;
+    h.workload.set_global_step(restored->checkpoint.global_step);
   };
   h.add("history", "history_saver", {{"every_n_steps", "1"}, {"flush_secs", "3600"}});
   h.add("checkpoints", "checkpoint_saver", {{"save_steps", "3"}}, 100);
@@ -210,7 +218,7 @@ TEST(HistorySaver, ARecoveryKeepsEveryRecordedRowInTheState) {
   ASSERT_TRUE(runtime.start());
   for (int i = 0; i < 5; ++i) runtime.run();  // rows 1 to 5; the newest checkpoint is at step 3
   runtime.run();  // fails at step 5, goes back to step 3, runs step 4 again (no row: it has one)
-  ASSERT_EQ(h.session.step, 4);
+  ASSERT_EQ(h.workload.global_step(), 4);
   std::vector<std::string> steps;
   for (const auto& line : lines_of(runtime.hook_states().at("history")))
     steps.push_back(line.substr(0, line.find(',')));
@@ -234,8 +242,8 @@ TEST(HistorySaver, AKilledJobResumedFromItsCheckpointEndsWithTheRowsOfAnUninterr
   const fs::path path = shared / "history.csv";
   std::multimap<std::string, std::string> with_path = params;
   with_path.emplace("path", path.string());
-  PluginHarness killed({"history_saver", "checkpoint_saver"});
-  killed.session.end_at = 100;
+  HistoryJob killed({"history_saver", "checkpoint_saver"});
+  killed.workload.script().end_of_data_step = 101;
   killed.add("history", "history_saver", with_path);
   killed.add("checkpoints", "checkpoint_saver", {{"save_steps", "10"}}, 100);
   // The job dies mid-run after 12 steps, once the step-10 checkpoint is on disk: nothing
@@ -262,9 +270,9 @@ TEST(HistorySaver, AKilledJobResumedFromItsCheckpointEndsWithTheRowsOfAnUninterr
     }
   }
   {
-    PluginHarness resumed({"history_saver"});
-    resumed.session.step = 10;
-    resumed.session.end_at = 25;
+    HistoryJob resumed({"history_saver"});
+    resumed.workload.set_global_step(10);
+    resumed.workload.script().end_of_data_step = 26;
     resumed.runtime().restore_hook_states(restored->checkpoint.hook_states);
     resumed.add("history", "history_saver", with_path);
     EXPECT_EQ(resumed.run().outcome, Outcome::completed);
@@ -277,9 +285,9 @@ TEST(HistorySaver, APartlyWrittenLastRowIsRemovedBeforeTheJobContinues) {
   TempDir shared;
   const fs::path file = shared / "history.csv";
   write_file(file, "step,wall_time,loss\n1,1700000000.000,10\n10,17000");
-  PluginHarness h({"history_saver"});
-  h.session.step = 8;
-  h.session.end_at = 12;
+  HistoryJob h({"history_saver"});
+  h.workload.set_global_step(8);
+  h.workload.script().end_of_data_step = 13;
   h.add("history", "history_saver", {{"path", file.string()}});
   h.run();
   h.finish();
@@ -291,7 +299,7 @@ TEST(HistorySaver, ExistingFileWithOtherColumnsIsAConfigurationError) {
   TempDir shared;
   const fs::path file = shared / "history.csv";
   write_file(file, "step,wall_time,accuracy\n1,1700000000.000,0.5\n");
-  PluginHarness h({"history_saver"});
+  HistoryJob h({"history_saver"});
   const std::string error = h.config_error("history", "history_saver", {{"path", file.string()}});
   EXPECT_THAT(error,
               AllOf(HasSubstr("hook 'history' (plugin 'history_saver'"), HasSubstr(file.string()),
@@ -304,8 +312,8 @@ TEST(HistorySaver, ExistingScalarColumnThatTurnsOutNonScalarFailsTheHookNamingBo
   TempDir shared;
   const fs::path file = shared / "history.csv";
   write_file(file, "step,wall_time,weights\n1,1700000000.000,2\n");
-  PluginHarness h({"history_saver"});
-  h.session.end_at = 3;
+  HistoryJob h({"history_saver"});
+  h.workload.script().end_of_data_step = 4;
   h.add("history", "history_saver",
         {{"path", file.string()}, {"tensors", "weights"}, {"every_n_steps", "2"}});
   h.run();
@@ -317,14 +325,14 @@ TEST(HistorySaver, ExistingScalarColumnThatTurnsOutNonScalarFailsTheHookNamingBo
 }
 
 TEST(HistorySaver, FlushSecsMustNotBeNegative) {
-  PluginHarness h({"history_saver"});
+  HistoryJob h({"history_saver"});
   EXPECT_THAT(h.config_error("history", "history_saver", {{"flush_secs", "-1"}}),
               AllOf(HasSubstr("hook 'history' (plugin 'history_saver'"),
                     HasSubstr("'flush_secs' must be >= 0")));
 }
 
 TEST(HistorySaver, EveryNStepsMustBePositive) {
-  PluginHarness h({"history_saver"});
+  HistoryJob h({"history_saver"});
   for (const char* value : {"0", "-3"}) {
     EXPECT_THAT(h.config_error("history", "history_saver", {{"every_n_steps", value}}),
                 AllOf(HasSubstr("hook 'history' (plugin 'history_saver'"),

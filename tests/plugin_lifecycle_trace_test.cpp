@@ -19,7 +19,8 @@ using ::testing::SizeIs;
 
 TEST(LifecycleTrace, InstancesSharingTheDefaultFileInterleaveInCallOrder) {
   PluginHarness h({"lifecycle_trace"});
-  h.session.end_at = 2;
+  h.workload.script().end_of_data_step = 3;
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("a", "lifecycle_trace", {{"fetch", "loss"}});
   h.add("b", "lifecycle_trace");
   EXPECT_EQ(h.run().outcome, Outcome::completed);
@@ -42,13 +43,14 @@ TEST(LifecycleTrace, InstancesSharingTheDefaultFileInterleaveInCallOrder) {
           // The third step meets the end of the data: before_run, but no after_run.
           R"({"instance":"a","callback":"before_run","global_step":2})",
           R"({"instance":"b","callback":"before_run","global_step":2})",
-          R"({"instance":"a","callback":"end","global_step":2,"outcome":"completed","reason":"end of data: input exhausted"})",
-          R"({"instance":"b","callback":"end","global_step":2,"outcome":"completed","reason":"end of data: input exhausted"})"));
+          R"({"instance":"a","callback":"end","global_step":2,"outcome":"completed","reason":"end of data: the script has no data for step 3"})",
+          R"({"instance":"b","callback":"end","global_step":2,"outcome":"completed","reason":"end of data: the script has no data for step 3"})"));
 }
 
 TEST(LifecycleTrace, AfterRunShowsEveryFetchedValueInRequestOrder) {
   PluginHarness h({"lifecycle_trace"});
-  h.session.end_at = 3;
+  h.workload.script().end_of_data_step = 4;
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("t", "lifecycle_trace",
         {{"path", "traces/values.jsonl"}, {"fetch", "weights,loss,global_step,learning_rate"}});
   h.run();
@@ -84,7 +86,8 @@ TEST(LifecycleTrace, EndReportsAStopRequestedByAnotherHook) {
 
 TEST(LifecycleTrace, EndReportsAFailedJobAndTheFailedStepHasNoAfterRun) {
   PluginHarness h({"lifecycle_trace"});
-  h.session.faults[1].push_back(StepStatus::error);
+  // The attempt at step 2 fails: the job fails at global step 1.
+  h.workload.script().faults[2].push_back({StepStatus::error, "injected fault"});
   h.add("trace", "lifecycle_trace");
   EXPECT_EQ(h.run().outcome, Outcome::failed);
   h.finish();
@@ -96,13 +99,13 @@ TEST(LifecycleTrace, EndReportsAFailedJobAndTheFailedStepHasNoAfterRun) {
           R"({"instance":"trace","callback":"before_run","global_step":0})",
           R"({"instance":"trace","callback":"after_run","global_step":0,"fetched":{}})",
           R"({"instance":"trace","callback":"before_run","global_step":1})",
-          R"({"instance":"trace","callback":"end","global_step":1,"outcome":"failed","reason":"the workload failed at global step 1: injected fault at step 1"})"));
+          R"({"instance":"trace","callback":"end","global_step":1,"outcome":"failed","reason":"the workload failed at global step 1: injected fault"})"));
 }
 
 TEST(LifecycleTrace, EscapesQuotesBackslashesControlCharactersAndInvalidUtf8) {
   TempDir scratch;
   PluginHarness h({"lifecycle_trace"}, {"scripted"});
-  h.session.end_at = 5;
+  h.workload.script().end_of_data_step = 6;
   // Instance names are free text in the runtime API; the host quotes the stopper's in its reason.
   h.add("tab\there \"quoted\" back\\slash \x01 caf\xc3\xa9 bad\xff", "lifecycle_trace");
   h.add("say \"stop\"", "scripted",

@@ -28,6 +28,7 @@ bool fetched(const std::vector<std::string>& fetches, const std::string& name) {
 
 TEST(LoggingTensor, LogsOnEveryNthLocalIterationStartingWithTheFirst) {
   PluginHarness h({"logging_tensor"});
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("log", "logging_tensor", {{"tensors", "loss,global_step"}, {"every_n_iter", "3"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::completed);
@@ -46,9 +47,9 @@ TEST(LoggingTensor, FetchesOnlyOnTheIterationsItLogs) {
   PluginHarness h({"logging_tensor"});
   h.add("log", "logging_tensor", {{"tensors", "loss"}, {"every_n_iter", "3"}});
   h.run();
-  ASSERT_GE(h.session.fetches_seen.size(), 10u);
+  ASSERT_GE(h.runs.size(), 10u);
   for (std::size_t i = 0; i < 10; ++i)
-    EXPECT_EQ(fetched(h.session.fetches_seen[i], "loss"), i % 3 == 0) << "iteration " << i;
+    EXPECT_EQ(fetched(h.runs[i].fetched, "loss"), i % 3 == 0) << "iteration " << i;
 }
 
 TEST(LoggingTensor, NonScalarTensorsPrintAsLists) {
@@ -60,6 +61,7 @@ TEST(LoggingTensor, NonScalarTensorsPrintAsLists) {
 
 TEST(LoggingTensor, FormatReplacesPlaceholdersWithValues) {
   PluginHarness h({"logging_tensor"});
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("log", "logging_tensor",
         {{"tensors", "loss,global_step,weights"},
          {"every_n_iter", "5"},
@@ -83,13 +85,14 @@ TEST(LoggingTensor, FormatMayOnlyNameLoggedTensors) {
 
 TEST(LoggingTensor, AtEndAloneLogsTheLastValuesOnceWithTheOutcome) {
   PluginHarness h({"logging_tensor"});
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("log", "logging_tensor", {{"tensors", "loss,global_step"}, {"at_end", "true"}});
   h.run();
   EXPECT_THAT(info_lines(h.log(), "log"),
-              ElementsAre("loss = 1, global_step = 10 [at end: completed: end of data: input "
-                          "exhausted]"));
+              ElementsAre("loss = 1, global_step = 10 [at end: completed: end of data: the "
+                          "script has no data for step 11]"));
   // The values at the end come from the last step, so every step fetches them.
-  for (std::size_t i = 0; i < 10; ++i) EXPECT_TRUE(fetched(h.session.fetches_seen[i], "loss"));
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_TRUE(fetched(h.runs[i].fetched, "loss"));
 }
 
 TEST(LoggingTensor, AtEndWithAFrequencyAddsTheEndLineAndItsElapsedTime) {
@@ -111,7 +114,7 @@ TEST(LoggingTensor, AtEndWithAFrequencyAddsTheEndLineAndItsElapsedTime) {
 
 TEST(LoggingTensor, AtEndWithoutAnyStepSaysNoValuesWereSeen) {
   PluginHarness h({"logging_tensor"});
-  h.session.end_at = 0;
+  h.workload.script().end_of_data_step = 1;
   h.add("log", "logging_tensor", {{"tensors", "loss"}, {"at_end", "true"}});
   h.run();
   EXPECT_THAT(info_lines(h.log(), "log"),

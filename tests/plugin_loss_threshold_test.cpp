@@ -15,7 +15,8 @@ using ::testing::HasSubstr;
 
 TEST(LossThreshold, StopsAfterTheFirstStepBelowTheThreshold) {
   PluginHarness h({"loss_threshold"});
-  h.session.end_at = 50;
+  h.workload.script().end_of_data_step = 51;
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("threshold", "loss_threshold", {{"threshold", "1.0"}});
   JobResult result = h.run();
   // The loss is 10/step: 10/10 = 1 is not below 1, 10/11 = 0.909091 is.
@@ -37,7 +38,7 @@ TEST(LossThreshold, NeverTriggersWithATinyThreshold) {
   EXPECT_THAT(h.log(), ::testing::Not(HasSubstr("fell below")));
   // It still checked every step.
   for (std::size_t i = 0; i < 10; ++i) {
-    const auto& fetches = h.session.fetches_seen[i];
+    const auto& fetches = h.runs[i].fetched;
     EXPECT_NE(std::find(fetches.begin(), fetches.end(), "loss"), fetches.end()) << i;
   }
 }

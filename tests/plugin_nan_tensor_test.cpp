@@ -2,13 +2,9 @@
 // around a workload whose loss diverges at a chosen step.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <limits>
-#include <memory>
-#include <sstream>
 #include <string>
 
 #include "plugin_harness.hpp"
@@ -23,53 +19,22 @@ using ::testing::Not;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// The scripted workload, except that the step reaching `diverge_at` reports `bad_loss`.
-class DivergingSession : public ScriptedSession {
- public:
-  int64_t diverge_at = -1;
-  float bad_loss = kNaN;
-
-  StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override {
-    StepResult r = ScriptedSession::run(fetches, feeds);
-    if (r.status == StepStatus::ok && step == diverge_at)
-      if (auto it = r.values.find("loss"); it != r.values.end())
-        it->second = Tensor::scalar_f32(bad_loss);
-    return r;
-  }
-};
-
-// PluginHarness owns a plain ScriptedSession, so this job builds its own runtime around a
-// DivergingSession, using the harness only to discover and load the real plugin file.
+// The harness's job, except that the step reaching `diverge_at` reports `bad_loss` as its loss.
 class DivergingJob {
  public:
   explicit DivergingJob(int64_t diverge_at, float bad_loss = kNaN) {
-    session.end_at = 10;
-    session.diverge_at = diverge_at;
-    session.bad_loss = bad_loss;
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
-    sink->set_pattern("[%n] [%l] %v");
-    RuntimeOptions options;
-    options.run_dir = harness_.run_dir();
-    options.logger = std::make_shared<spdlog::logger>("hookhost", sink);
-    options.logger->set_level(spdlog::level::debug);
-    runtime_ = std::make_unique<Runtime>(session, options);
+    harness_.workload.script().values_at.insert_or_assign({"loss", diverge_at}, bad_loss);
   }
 
   void add(const std::string& instance, const std::multimap<std::string, std::string>& params,
            FailurePolicy policy) {
-    auto plugin = harness_.plugin("nan_tensor");
-    runtime_->add_hook(plugin, HookSettings{instance, 0, policy},
-                       resolve_params(plugin->metadata(), instance, params));
+    harness_.add(instance, "nan_tensor", params, 0, policy);
   }
-  JobResult run() { return runtime_->run_to_end(); }
-  std::string log() const { return log_.str(); }
-
-  DivergingSession session;
+  JobResult run() { return harness_.run(); }
+  std::string log() const { return harness_.log(); }
 
  private:
   PluginHarness harness_{{"nan_tensor"}};
-  std::ostringstream log_;
-  std::unique_ptr<Runtime> runtime_;  // last: destroyed before the session and the log
 };
 
 TEST(NanTensor, NanLossFailsTheJobWithTheStep) {
@@ -136,7 +101,7 @@ TEST(NanTensor, FiniteLossDoesNothingButIsCheckedEveryStep) {
   EXPECT_EQ(report.callbacks.at("end").calls, 0u);
   EXPECT_EQ(report.callbacks.at("after_run").calls, 10u);
   for (std::size_t i = 0; i < 10; ++i) {
-    const auto& fetches = h.session.fetches_seen[i];
+    const auto& fetches = h.runs[i].fetched;
     EXPECT_NE(std::find(fetches.begin(), fetches.end(), "loss"), fetches.end()) << i;
   }
 }

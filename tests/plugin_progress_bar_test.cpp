@@ -30,7 +30,8 @@ const char* kRate = R"(- \d+\.\d+ steps/s)";
 
 TEST(ProgressBar, LinesShowLabelStepOfTotalPercentageRateAndLoss) {
   PluginHarness h({"progress_bar"});
-  h.session.end_at = 10;  // the workload's own end is the total
+  h.workload.script().end_of_data_step = 11;  // the workload's own end is the total
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("progress", "progress_bar",
         {{"mode", "lines"}, {"every_n_secs", "0.000001"}, {"label", "Fitting"}});
   h.run();
@@ -49,7 +50,8 @@ TEST(ProgressBar, LinesShowLabelStepOfTotalPercentageRateAndLoss) {
 
 TEST(ProgressBar, LinesComeNoMoreOftenThanEveryNSecs) {
   PluginHarness h({"progress_bar"});
-  h.session.end_at = 20;
+  h.workload.script().end_of_data_step = 21;
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("progress", "progress_bar", {{"mode", "lines"}, {"every_n_secs", "3600"}});
   h.run();
   h.finish();
@@ -63,8 +65,11 @@ TEST(ProgressBar, LinesComeNoMoreOftenThanEveryNSecs) {
 TEST(ProgressBar, WithoutATotalShowsACounter) {
   TempDir scratch;
   PluginHarness h({"progress_bar"}, {"scripted"});
-  h.session.end_at.reset();  // nobody knows when the job ends
-  h.session.step = 100;  // a resumed job: the counter shows the global step and this run's steps
+  // Nobody knows when the job ends.
+  h.workload.script().end_of_data_step = detail::Script::kEndless;
+  // A resumed job: the counter shows the global step and this run's steps.
+  h.workload.set_global_step(100);
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("progress", "progress_bar", {{"mode", "lines"}});
   h.add("stopper", "scripted",
         {{"trace", (scratch / "scripted.txt").string()}, {"stop_at_iteration", "4"}});
@@ -80,7 +85,7 @@ TEST(ProgressBar, WithoutATotalShowsACounter) {
 TEST(ProgressBar, FinalLineSaysWhyAStoppedJobEndedShortOfItsTotal) {
   TempDir scratch;
   PluginHarness h({"progress_bar"}, {"scripted"});
-  h.session.end_at = 10;
+  h.workload.script().end_of_data_step = 11;
   h.add("progress", "progress_bar", {{"mode", "lines"}});
   h.add("stopper", "scripted",
         {{"trace", (scratch / "scripted.txt").string()}, {"stop_at_iteration", "2"}});
@@ -92,29 +97,32 @@ TEST(ProgressBar, FinalLineSaysWhyAStoppedJobEndedShortOfItsTotal) {
 
 TEST(ProgressBar, FinalLineSaysWhyAFailedJobEnded) {
   PluginHarness h({"progress_bar"});
-  h.session.end_at = 10;
-  h.session.faults[3].push_back(StepStatus::error);
+  h.workload.script().end_of_data_step = 11;
+  // The attempt at step 4 fails: the job fails at global step 3.
+  h.workload.script().faults[4].push_back({StepStatus::error, "injected fault"});
   h.add("progress", "progress_bar", {{"mode", "lines"}});
   h.run();
   h.finish();
   EXPECT_THAT(h.log(), HasSubstr("[progress] [info] Training failed after 3 of 10 steps: the "
-                                 "workload failed at global step 3: injected fault at step 3\n"));
+                                 "workload failed at global step 3: injected fault\n"));
 }
 
 TEST(ProgressBar, CompletedBeforeTheTotalSaysSo) {
   PluginHarness h({"progress_bar"});
-  h.session.end_at = 10;
-  h.session.faults[4].push_back(StepStatus::end_of_data);  // the data runs out early
+  h.workload.script().end_of_data_step = 11;
+  // The data runs out early, at global step 4.
+  h.workload.script().faults[5].push_back({StepStatus::end_of_data, "injected fault"});
   h.add("progress", "progress_bar", {{"mode", "lines"}});
   h.run();
   h.finish();
   EXPECT_THAT(h.log(), HasSubstr("[progress] [info] Training completed after 4 of 10 steps: "
-                                 "end of data: injected fault at step 4\n"));
+                                 "end of data: injected fault\n"));
 }
 
 TEST(ProgressBar, BarModeRedrawsOneLineOnStderr) {
   PluginHarness h({"progress_bar"});
-  h.session.end_at = 10;
+  h.workload.script().end_of_data_step = 11;
+  h.workload.script().values["loss"] = loss_of_ten_over_step;
   h.add("progress", "progress_bar", {{"mode", "bar"}});
   ::testing::internal::CaptureStderr();
   h.run();
@@ -141,11 +149,11 @@ TEST(ProgressBar, BarModeRedrawsOneLineOnStderr) {
 
 TEST(ProgressBar, ShowLossFalseFetchesNothing) {
   PluginHarness h({"progress_bar"});
-  h.session.end_at = 3;
+  h.workload.script().end_of_data_step = 4;
   h.add("progress", "progress_bar", {{"mode", "lines"}, {"show_loss", "false"}});
   h.run();
   h.finish();
-  for (const auto& fetches : h.session.fetches_seen) EXPECT_THAT(fetches, IsEmpty());
+  for (const SessionRun& run : h.runs) EXPECT_THAT(run.fetched, IsEmpty());
   const std::vector<std::string> lines = info_lines(h.log(), "progress");
   ASSERT_FALSE(lines.empty());
   EXPECT_THAT(lines[0], Matches(std::string(R"(Training 1/3 \(33\.3%\) )") + kRate));

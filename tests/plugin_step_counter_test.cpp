@@ -93,7 +93,7 @@ TEST(StepCounter, FirstTriggerOnlySetsTheBaselineThenLogsEveryNSteps) {
 
 TEST(StepCounter, DefaultsToEvery100Steps) {
   PluginHarness h({"step_counter"});
-  h.session.end_at = 250;
+  h.workload.script().end_of_data_step = 251;
   h.add("counter", "step_counter");
   h.run();
   // Baseline at step 1, logs at 101 and 201.
@@ -102,7 +102,7 @@ TEST(StepCounter, DefaultsToEvery100Steps) {
 
 TEST(StepCounter, EveryNSecsLogsEachStepOnceTheIntervalHasPassed) {
   PluginHarness h({"step_counter"});
-  h.session.end_at = 4;
+  h.workload.script().end_of_data_step = 5;
   h.add("counter", "step_counter", {{"every_n_secs", "0.001"}});
   run_with_pauses(h, std::chrono::milliseconds(5));
   EXPECT_THAT(logged_rates(h.log(), "counter"), SizeIs(3));

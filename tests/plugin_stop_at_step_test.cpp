@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 TEST(StopAtStep, StopsAfterTheStepThatReachesLastStep) {
   PluginHarness h({"stop_at_step"});
-  h.session.end_at = 100;
+  h.workload.script().end_of_data_step = 101;
   h.add("stopper", "stop_at_step", {{"last_step", "4"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
@@ -30,8 +30,8 @@ TEST(StopAtStep, StopsAfterTheStepThatReachesLastStep) {
 
 TEST(StopAtStep, NumStepsCountsFromTheStepAtSessionCreation) {
   PluginHarness h({"stop_at_step"});
-  h.session.step = 20;
-  h.session.end_at = 100;
+  h.workload.set_global_step(20);
+  h.workload.script().end_of_data_step = 101;
   h.add("stopper", "stop_at_step", {{"num_steps", "5"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
@@ -51,8 +51,8 @@ TEST(StopAtStep, ALimitBeyondTheDataLetsTheJobComplete) {
 
 TEST(StopAtStep, ALimitAlreadyReachedStopsBeforeAnyStep) {
   PluginHarness h({"stop_at_step"});
-  h.session.step = 10;
-  h.session.end_at = 100;
+  h.workload.set_global_step(10);
+  h.workload.script().end_of_data_step = 101;
   h.add("stopper", "stop_at_step", {{"last_step", "7"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
@@ -63,20 +63,22 @@ TEST(StopAtStep, ALimitAlreadyReachedStopsBeforeAnyStep) {
 
 TEST(StopAtStep, NumStepsIsNotRecountedAfterARecovery) {
   PluginHarness h({"stop_at_step"});
-  h.session.end_at = 100;
-  h.session.faults[3] = {StepStatus::aborted};  // the new session comes back at step 3
+  h.workload.script().end_of_data_step = 101;
+  // Step 4 is aborted once; the new session comes back at step 3.
+  h.workload.script().faults[4] = {{StepStatus::aborted, "injected fault"}};
   h.add("stopper", "stop_at_step", {{"num_steps", "5"}});
   JobResult result = h.run();
-  EXPECT_THAT(h.session.creations, ElementsAre(1, 2));
+  EXPECT_THAT(h.workload.creations(), ElementsAre(1, 2));
   EXPECT_EQ(result.outcome, Outcome::stopped);
   EXPECT_EQ(result.global_step, 5);  // counted again, it would be 3 + 5 = 8
 }
 
 TEST(StopAtStep, NumStepsIsNotRecountedAfterARecoveryThatRollsBack) {
   PluginHarness h({"stop_at_step"});
-  h.session.end_at = 100;
-  h.session.faults[6] = {StepStatus::aborted};
-  h.options.on_recover = [&](Runtime&) { h.session.step = 2; };  // as if restored from step 2
+  h.workload.script().end_of_data_step = 101;
+  h.workload.script().faults[7] = {{StepStatus::aborted, "injected fault"}};  // at global step 6
+  // As if restored from step 2.
+  h.options.on_recover = [&](Runtime&) { h.workload.set_global_step(2); };
   h.add("stopper", "stop_at_step", {{"num_steps", "8"}});
   JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::stopped);
@@ -86,7 +88,7 @@ TEST(StopAtStep, NumStepsIsNotRecountedAfterARecoveryThatRollsBack) {
 
 TEST(StopAtStep, KeepsTheComputedLimitInItsSavedState) {
   PluginHarness h({"stop_at_step"});
-  h.session.step = 3;
+  h.workload.set_global_step(3);
   h.add("stopper", "stop_at_step", {{"num_steps", "4"}});
   h.run();
   EXPECT_EQ(h.runtime().hook_states().at("stopper"), "last_step=7\n");
@@ -94,7 +96,7 @@ TEST(StopAtStep, KeepsTheComputedLimitInItsSavedState) {
 
 TEST(StopAtStep, RestoredLimitWinsOverNumSteps) {
   PluginHarness h({"stop_at_step"});
-  h.session.end_at = 100;
+  h.workload.script().end_of_data_step = 101;
   h.add("stopper", "stop_at_step", {{"num_steps", "3"}});
   h.runtime().restore_hook_states({{"stopper", "last_step=7\n"}});
   JobResult result = h.run();
@@ -106,7 +108,7 @@ TEST(StopAtStep, RestoredLimitWinsOverNumSteps) {
 
 TEST(StopAtStep, ConfiguredLastStepWinsOverARestoredOne) {
   PluginHarness h({"stop_at_step"});
-  h.session.end_at = 100;
+  h.workload.script().end_of_data_step = 101;
   h.add("stopper", "stop_at_step", {{"last_step", "4"}});
   h.runtime().restore_hook_states({{"stopper", "last_step=7\n"}});
   EXPECT_EQ(h.run().global_step, 4);
@@ -138,7 +140,7 @@ TEST(StopAtStep, PublishesItsLimitThroughTheStepsService) {
   g_published_last_step = -1;
   PluginHarness h({"stop_at_step"});
   h.options.services[HH_SERVICE_STEPS] = &kRecordingSteps;
-  h.session.step = 2;
+  h.workload.set_global_step(2);
   h.add("stopper", "stop_at_step", {{"num_steps", "6"}});
   ASSERT_TRUE(h.runtime().start());
   EXPECT_EQ(g_published_last_step, 8);

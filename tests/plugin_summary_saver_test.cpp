@@ -28,6 +28,14 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::SizeIs;
 
+// The harness with a loss of 10/step, the loss the scalars below are written for.
+class SummaryJob : public PluginHarness {
+ public:
+  explicit SummaryJob(const std::vector<std::string>& builtins) : PluginHarness(builtins) {
+    workload.script().values["loss"] = loss_of_ten_over_step;
+  }
+};
+
 std::vector<int64_t> session_start_steps(const std::vector<Event>& events) {
   std::vector<int64_t> steps;
   for (const Event& event : events)
@@ -47,8 +55,8 @@ void run_with_pauses(PluginHarness& h, std::chrono::milliseconds pause) {
 }
 
 TEST(SummarySaver, WritesAtTheFirstStepAndThenEveryNGlobalSteps) {
-  PluginHarness h({"summary_saver"});
-  h.session.end_at = 20;
+  SummaryJob h({"summary_saver"});
+  h.workload.script().end_of_data_step = 21;
   h.add("sums", "summary_saver", {{"save_steps", "8"}});
   EXPECT_EQ(h.run().outcome, Outcome::completed);
   EXPECT_THAT(scalars(events_in(h.run_dir()), "loss"),
@@ -57,20 +65,20 @@ TEST(SummarySaver, WritesAtTheFirstStepAndThenEveryNGlobalSteps) {
 }
 
 TEST(SummarySaver, FetchesTheTensorsOnlyForTheStepsItWrites) {
-  PluginHarness h({"summary_saver"});
-  h.session.end_at = 20;
+  SummaryJob h({"summary_saver"});
+  h.workload.script().end_of_data_step = 21;
   h.add("sums", "summary_saver", {{"save_steps", "8"}});
   h.run();
   std::vector<std::size_t> runs_fetching_loss;
-  for (std::size_t i = 0; i < h.session.fetches_seen.size(); ++i)
-    for (const auto& name : h.session.fetches_seen[i])
+  for (std::size_t i = 0; i < h.runs.size(); ++i)
+    for (const auto& name : h.runs[i].fetched)
       if (name == "loss") runs_fetching_loss.push_back(i);
   // Runs 0, 8 and 16 produce global steps 1, 9 and 17.
   EXPECT_THAT(runs_fetching_loss, ElementsAre(0u, 8u, 16u));
 }
 
 TEST(SummarySaver, FileStartsWithTheVersionThenASessionStartAtTheFirstStep) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   h.add("sums", "summary_saver", {{"save_steps", "5"}});
   h.run();
   const std::vector<Event> events = events_in(h.run_dir());
@@ -85,9 +93,9 @@ TEST(SummarySaver, FileStartsWithTheVersionThenASessionStartAtTheFirstStep) {
 }
 
 TEST(SummarySaver, StepsAreGlobalStepsWhenTheSessionStartsFromARestoredStep) {
-  PluginHarness h({"summary_saver"});
-  h.session.restore_to = 30;
-  h.session.end_at = 40;
+  SummaryJob h({"summary_saver"});
+  h.workload.script().step_after_create = 30;
+  h.workload.script().end_of_data_step = 41;
   h.add("sums", "summary_saver", {{"save_steps", "4"}});
   h.run();
   const std::vector<Event> events = events_in(h.run_dir());
@@ -98,8 +106,8 @@ TEST(SummarySaver, StepsAreGlobalStepsWhenTheSessionStartsFromARestoredStep) {
 }
 
 TEST(SummarySaver, WritesEveryTensorTaggedWithItsNameAndNonScalarsAsTheirMean) {
-  PluginHarness h({"summary_saver"});
-  h.session.end_at = 6;
+  SummaryJob h({"summary_saver"});
+  h.workload.script().end_of_data_step = 7;
   h.add("sums", "summary_saver",
         {{"save_steps", "5"}, {"tensors", "loss,learning_rate,weights,global_step"}});
   h.run();
@@ -122,7 +130,7 @@ TEST(SummarySaver, WritesEveryTensorTaggedWithItsNameAndNonScalarsAsTheirMean) {
 }
 
 TEST(SummarySaver, WritesIntoOutputDirInsteadOfTheRunDirectory) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   const fs::path output = h.root() / "tensorboard";
   h.add("sums", "summary_saver", {{"save_steps", "5"}, {"output_dir", output.string()}});
   h.run();
@@ -131,7 +139,7 @@ TEST(SummarySaver, WritesIntoOutputDirInsteadOfTheRunDirectory) {
 }
 
 TEST(SummarySaver, RelativeOutputDirIsInsideTheRunDirectory) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   h.add("sums", "summary_saver", {{"save_steps", "5"}, {"output_dir", "tb/train"}});
   h.run();
   EXPECT_THAT(event_files(h.run_dir()), IsEmpty());
@@ -139,8 +147,8 @@ TEST(SummarySaver, RelativeOutputDirIsInsideTheRunDirectory) {
 }
 
 TEST(SummarySaver, SaveSecsWritesEveryStepOnceTheIntervalHasPassed) {
-  PluginHarness h({"summary_saver"});
-  h.session.end_at = 3;
+  SummaryJob h({"summary_saver"});
+  h.workload.script().end_of_data_step = 4;
   h.add("sums", "summary_saver", {{"save_secs", "0.001"}});
   run_with_pauses(h, std::chrono::milliseconds(5));
   EXPECT_THAT(
@@ -149,7 +157,7 @@ TEST(SummarySaver, SaveSecsWritesEveryStepOnceTheIntervalHasPassed) {
 }
 
 TEST(SummarySaver, SaveSecsWritesOnlyTheFirstStepBeforeTheIntervalPasses) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   h.add("sums", "summary_saver", {{"save_secs", "3600"}});
   h.run();
   const std::vector<Event> events = events_in(h.run_dir());
@@ -185,8 +193,8 @@ std::vector<int64_t> loss_steps(const std::vector<Event>& events) {
 // The hook does not flush: the host puts its records on disk before every checkpoint, so a
 // resumed job, which never replays the steps before its checkpoint, finds them there.
 TEST(SummarySaver, SummariesWrittenBeforeACheckpointAreOnDiskOnceItIs) {
-  PluginHarness h({"summary_saver", "checkpoint_saver"});
-  h.session.end_at = 100;
+  SummaryJob h({"summary_saver", "checkpoint_saver"});
+  h.workload.script().end_of_data_step = 101;
   h.add("sums", "summary_saver", {{"save_steps", "1"}});
   h.add("checkpoints", "checkpoint_saver", {{"save_steps", "5"}}, 100);
   Runtime& runtime = h.runtime();
@@ -203,8 +211,8 @@ TEST(SummarySaver, SummariesWrittenBeforeACheckpointAreOnDiskOnceItIs) {
 }
 
 TEST(SummarySaver, AKilledJobKeepsEverySummaryWrittenBeforeItsLastCheckpoint) {
-  PluginHarness h({"summary_saver", "checkpoint_saver"});
-  h.session.end_at = 100;
+  SummaryJob h({"summary_saver", "checkpoint_saver"});
+  h.workload.script().end_of_data_step = 101;
   h.add("sums", "summary_saver", {{"save_steps", "1"}});
   h.add("checkpoints", "checkpoint_saver", {{"save_steps", "10"}}, 100);
   // The job dies mid-run after 13 steps, once the step-10 checkpoint is on disk.
@@ -221,7 +229,7 @@ TEST(SummarySaver, AKilledJobKeepsEverySummaryWrittenBeforeItsLastCheckpoint) {
 }
 
 TEST(SummarySaver, TensorTheWorkloadDoesNotProvideDisablesTheHookNamingIt) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   h.add("sums", "summary_saver", {{"save_steps", "2"}, {"tensors", "loss,accuracy"}});
   const JobResult result = h.run();
   EXPECT_EQ(result.outcome, Outcome::completed);  // on_error=disable: the job goes on
@@ -231,21 +239,21 @@ TEST(SummarySaver, TensorTheWorkloadDoesNotProvideDisablesTheHookNamingIt) {
 // ---- configuration errors name the hook instance and the keys --------------------------------
 
 TEST(SummarySaverConfig, BothSaveStepsAndSaveSecsIsAnError) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   EXPECT_THAT(h.config_error("sums", "summary_saver", {{"save_steps", "8"}, {"save_secs", "10"}}),
               AllOf(HasSubstr("hook 'sums' (plugin 'summary_saver'"), HasSubstr("'save_steps'"),
                     HasSubstr("'save_secs'"), HasSubstr("not both")));
 }
 
 TEST(SummarySaverConfig, NeitherSaveStepsNorSaveSecsIsAnError) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   EXPECT_THAT(h.config_error("sums", "summary_saver", {{"output_dir", "tb"}}),
               AllOf(HasSubstr("hook 'sums' (plugin 'summary_saver'"),
                     HasSubstr("give one of 'save_steps' or 'save_secs'")));
 }
 
 TEST(SummarySaverConfig, NonPositiveSaveStepsIsAnErrorNamingTheKey) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   for (const std::string value : {"0", "-3"}) {
     SCOPED_TRACE("save_steps=" + value);
     EXPECT_THAT(h.config_error("sums", "summary_saver", {{"save_steps", value}}),
@@ -255,7 +263,7 @@ TEST(SummarySaverConfig, NonPositiveSaveStepsIsAnErrorNamingTheKey) {
 }
 
 TEST(SummarySaverConfig, NonPositiveSaveSecsIsAnErrorNamingTheKey) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   for (const std::string value : {"0", "-1.5"}) {
     SCOPED_TRACE("save_secs=" + value);
     EXPECT_THAT(h.config_error("sums", "summary_saver", {{"save_secs", value}}),
@@ -265,7 +273,7 @@ TEST(SummarySaverConfig, NonPositiveSaveSecsIsAnErrorNamingTheKey) {
 }
 
 TEST(SummarySaverConfig, EmptyTensorListIsAnError) {
-  PluginHarness h({"summary_saver"});
+  SummaryJob h({"summary_saver"});
   EXPECT_THAT(h.config_error("sums", "summary_saver", {{"save_steps", "8"}, {"tensors", ""}}),
               AllOf(HasSubstr("hook 'sums' (plugin 'summary_saver'"),
                     HasSubstr("'tensors' must name at least one tensor")));

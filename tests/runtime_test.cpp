@@ -9,8 +9,8 @@
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/runtime.hpp>
 
-#include "scripted_session.hpp"
 #include "test_support.hpp"
+#include "testing/scripted_workload.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -32,8 +32,15 @@ class RuntimeTest : public ::testing::Test {
     ASSERT_NE(found.find("c_recorder"), nullptr);
     scripted_ = load_plugin(*found.find("scripted"));
     c_recorder_ = load_plugin(*found.find("c_recorder"));
-    session_.end_at = 3;
+    session_.script().end_of_data_step = 4;  // steps 1..3
     make_runtime();
+  }
+
+  // A fresh workload with data for steps 1..last_step, and its record cleared.
+  void reset_session(int64_t last_step) {
+    runs_.clear();
+    session_ = ScriptedWorkload(detail::Script{}, &runs_);
+    session_.script().end_of_data_step = last_step + 1;
   }
 
   void make_runtime(int max_recoveries = 3, uint32_t time_every_n_steps = 64) {
@@ -86,7 +93,8 @@ class RuntimeTest : public ::testing::Test {
   TempDir dir_;
   fs::path trace_ = dir_ / "trace.txt";
   std::ostringstream log_;
-  ScriptedSession session_;
+  std::vector<SessionRun> runs_;  // one per run() call of session_, failed attempts included
+  ScriptedWorkload session_{detail::Script{}, &runs_};
   std::shared_ptr<const LoadedPlugin> scripted_;
   std::shared_ptr<const LoadedPlugin> c_recorder_;
   int recoveries_ = 0;
@@ -119,8 +127,9 @@ TEST_F(RuntimeTest, PureCPluginIsDrivenLikeAnyOther) {
   EXPECT_THAT(calls("c"),
               ElementsAre("begin", "after_create_session", "before_run", "after_run", "before_run",
                           "after_run", "before_run", "after_run", "before_run", "end"));
-  EXPECT_THAT(trace("c")[3], HasSubstr("values=loss:10"));
-  EXPECT_THAT(trace("c")[7], HasSubstr("values=loss:3.33333"));
+  // The loss is 1/step.
+  EXPECT_THAT(trace("c")[3], ::testing::EndsWith("values=loss:1"));
+  EXPECT_THAT(trace("c")[7], ::testing::EndsWith("values=loss:0.333333"));
 }
 
 TEST_F(RuntimeTest, ExplicitOrderWinsAndTiesKeepConfigurationOrder) {
@@ -191,12 +200,12 @@ TEST_F(RuntimeTest, EachHookReceivesExactlyWhatItFetched) {
   add("steps", {{"fetch", "global_step,learning_rate"}});
   add("nothing");
   rt_->run_to_end();
-  EXPECT_THAT(trace("losses")[3], HasSubstr("values=loss:10"));
+  EXPECT_THAT(trace("losses")[3], ::testing::EndsWith("values=loss:1"));  // the loss is 1/step
   EXPECT_THAT(trace("steps")[3], HasSubstr("values=global_step:1,learning_rate:0.1"));
   EXPECT_THAT(trace("nothing")[3], HasSubstr("values="));
   EXPECT_THAT(trace("nothing")[3], ::testing::EndsWith("values="));
   // Fetches are merged into one session call, each name once.
-  EXPECT_THAT(session_.fetches_seen[0], ElementsAre("loss", "global_step", "learning_rate"));
+  EXPECT_THAT(runs_[0].fetched, ElementsAre("loss", "global_step", "learning_rate"));
 }
 
 TEST_F(RuntimeTest, ContextCarriesTheStaleStepAndTheHostTheLiveOne) {
@@ -211,8 +220,8 @@ TEST_F(RuntimeTest, HookFeedReachesTheSession) {
   add("lr", {{"feed", "learning_rate=0.5"}});
   add("reader", {{"fetch", "learning_rate"}});
   rt_->run_to_end();
-  ASSERT_FALSE(session_.feeds_seen.empty());
-  EXPECT_DOUBLE_EQ(session_.feeds_seen[0].at("learning_rate").as_double(), 0.5);
+  ASSERT_FALSE(runs_.empty());
+  EXPECT_DOUBLE_EQ(runs_[0].fed.at("learning_rate").as_double(), 0.5);
   EXPECT_THAT(trace("reader")[3], HasSubstr("values=learning_rate:0.5"));
 }
 
@@ -223,7 +232,7 @@ TEST_F(RuntimeTest, FeedConflictBetweenHooksNamesBothAndDisablesTheSecond) {
   EXPECT_EQ(result.outcome, Outcome::completed);
   EXPECT_THAT(log_.str(), AllOf(HasSubstr("feed conflict: hook 'two' and hook 'one' both feed "
                                           "'learning_rate'")));
-  EXPECT_DOUBLE_EQ(session_.feeds_seen[0].at("learning_rate").as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(runs_[0].fed.at("learning_rate").as_double(), 0.5);
   EXPECT_THAT(calls("two"), ElementsAre("begin", "after_create_session", "before_run", "end"));
   EXPECT_THAT(trace("two").back(), AllOf(HasSubstr("outcome=failed"), HasSubstr("feed conflict")));
   EXPECT_EQ(count_calls("one", "after_run"), 3);
@@ -237,15 +246,16 @@ TEST_F(RuntimeTest, FeedConflictWithTheCallerNamesTheCaller) {
   rt_->run({"loss"}, feeds);
   EXPECT_THAT(log_.str(),
               HasSubstr("feed conflict: hook 'lr' and the caller both feed 'learning_rate'"));
-  EXPECT_DOUBLE_EQ(session_.feeds_seen[0].at("learning_rate").as_double(), 0.25);
+  EXPECT_DOUBLE_EQ(runs_[0].fed.at("learning_rate").as_double(), 0.25);
 }
 
 TEST_F(RuntimeTest, UnknownFetchFailsOnlyThatHookAndListsWhatExists) {
   add("typo", {{"fetch", "los"}});
   add("fine", {{"fetch", "loss"}});
   EXPECT_EQ(rt_->run_to_end().outcome, Outcome::completed);
-  EXPECT_THAT(log_.str(), AllOf(HasSubstr("hook 'typo'"), HasSubstr("fetch 'los'"),
-                                HasSubstr("it provides: global_step, learning_rate, loss")));
+  EXPECT_THAT(log_.str(),
+              AllOf(HasSubstr("hook 'typo'"), HasSubstr("fetch 'los'"),
+                    HasSubstr("it provides: bias, global_step, learning_rate, loss, weights")));
   EXPECT_EQ(count_calls("fine", "after_run"), 3);
 }
 
@@ -255,7 +265,7 @@ TEST_F(RuntimeTest, CallerGetsOnlyItsOwnFetches) {
   RunOutput out = rt_->run({"loss"});
   ASSERT_TRUE(out.ran);
   EXPECT_EQ(out.values.size(), 1u);
-  EXPECT_FLOAT_EQ(static_cast<float>(out.values.at("loss").as_double()), 10.0f);
+  EXPECT_FLOAT_EQ(static_cast<float>(out.values.at("loss").as_double()), 1.0f);  // 1/step
   EXPECT_THROW(rt_->run({"nope"}), std::invalid_argument);
 }
 
@@ -298,12 +308,12 @@ TEST_F(RuntimeTest, HostRequestStopCarriesCauseToEveryHook) {
 // ---- workload errors and recovery ------------------------------------------------------------
 
 TEST_F(RuntimeTest, RecoverableErrorRecreatesSessionAndRetriesTheStep) {
-  session_.faults[1] = {StepStatus::aborted};
+  session_.script().faults[2] = {{StepStatus::aborted, "injected fault"}};  // at global step 1
   add("a");
   JobResult result = rt_->run_to_end();
   EXPECT_EQ(result.outcome, Outcome::completed);
   EXPECT_EQ(result.steps_run, 3);
-  EXPECT_THAT(session_.creations, ElementsAre(1, 2));
+  EXPECT_THAT(session_.creations(), ElementsAre(1, 2));
   EXPECT_EQ(recoveries_, 1);
   EXPECT_THAT(calls("a"), ElementsAre("begin", "after_create_session", "before_run", "after_run",
                                       "before_run",  // the aborted attempt: no after_run
@@ -313,22 +323,23 @@ TEST_F(RuntimeTest, RecoverableErrorRecreatesSessionAndRetriesTheStep) {
 }
 
 TEST_F(RuntimeTest, RecoveryIsBoundedAndThenTheJobFails) {
-  session_.faults[0] = {StepStatus::unavailable, StepStatus::unavailable, StepStatus::unavailable};
+  const detail::ScriptedFault unavailable{StepStatus::unavailable, "injected fault"};
+  session_.script().faults[1] = {unavailable, unavailable, unavailable};  // the first step
   make_runtime(/*max_recoveries=*/2);
   add("a");
   JobResult result = rt_->run_to_end();
   EXPECT_EQ(result.outcome, Outcome::failed);
   EXPECT_THAT(result.reason, AllOf(HasSubstr("3 times in a row"), HasSubstr("max_recoveries=2")));
-  EXPECT_THAT(session_.creations, ElementsAre(1, 2, 3));
+  EXPECT_THAT(session_.creations(), ElementsAre(1, 2, 3));
   EXPECT_THAT(trace("a").back(), HasSubstr("outcome=failed"));
 }
 
 TEST_F(RuntimeTest, WorkloadErrorFailsTheJobWithoutAfterRunButWithEnd) {
-  session_.faults[2] = {StepStatus::error};
+  session_.script().faults[3] = {{StepStatus::error, "injected fault"}};  // at global step 2
   add("a");
   JobResult result = rt_->run_to_end();
   EXPECT_EQ(result.outcome, Outcome::failed);
-  EXPECT_THAT(result.reason, HasSubstr("injected fault at step 2"));
+  EXPECT_THAT(result.reason, HasSubstr("the workload failed at global step 2: injected fault"));
   EXPECT_EQ(count_calls("a", "after_run"), 2);
   EXPECT_THAT(trace("a").back(), AllOf(HasSubstr("outcome=failed"), HasSubstr("injected fault")));
 }
@@ -348,8 +359,7 @@ TEST_P(FailurePolicyTest, PolicyDecidesWhatHappensAndOthersKeepTheirCalls) {
                  ", on_error=" + policy_name(policy));
     rt_.reset();  // the previous runtime's hooks trace their destroy first
     fs::remove(trace_);
-    session_ = ScriptedSession();
-    session_.end_at = 3;
+    reset_session(3);
     make_runtime();
     add("bad", {{"fail_in", callback}}, 0, policy, throws ? scripted_ : c_recorder_);
     add("good");
@@ -404,7 +414,7 @@ INSTANTIATE_TEST_SUITE_P(AllCallbacks, FailurePolicyTest,
                                             ::testing::Bool()));
 
 TEST_F(RuntimeTest, FailureMessagesNameTheStepOfTheCallOnce) {
-  session_.end_at = 3;
+  session_.script().end_of_data_step = 4;
   add("late", {{"fail_in", "end"}}, 0, FailurePolicy::fail, c_recorder_);
   add("early", {{"fail_in", "after_run"}}, 0, FailurePolicy::disable, c_recorder_);
   EXPECT_EQ(rt_->run_to_end().outcome, Outcome::failed);
@@ -421,7 +431,7 @@ TEST_F(RuntimeTest, FailureMessagesNameTheStepOfTheCallOnce) {
 }
 
 TEST_F(RuntimeTest, FatalErrorDisablesTheHookEvenUnderContinue) {
-  session_.end_at = 3;
+  session_.script().end_of_data_step = 4;
   add("bad", {{"fail_in", "after_run"}, {"fatal", "true"}}, 0, FailurePolicy::keep_going,
       c_recorder_);
   add("good");
@@ -443,8 +453,7 @@ TEST_F(RuntimeTest, EveryPolicyEndsTheFailureLineWithOneBracketSayingWhatHappens
       {FailurePolicy::fail, " [on_error=fail: the job fails]\n"}};
   for (const auto& [policy, tail] : expected) {
     log_.str("");
-    session_ = ScriptedSession{};
-    session_.end_at = 2;
+    reset_session(2);
     make_runtime();
     add("bad", {{"fail_in", "after_run"}}, 0, policy, c_recorder_);
     rt_->run_to_end();
@@ -459,7 +468,7 @@ TEST_F(RuntimeTest, EveryPolicyEndsTheFailureLineWithOneBracketSayingWhatHappens
 TEST_F(RuntimeTest, HookDisabledInBeforeRunContributesNothingToTheStep) {
   add("feeder", {{"feed", "learning_rate=0.9"}, {"fail_in", "before_run"}});
   rt_->run_to_end();
-  for (const auto& feeds : session_.feeds_seen) EXPECT_EQ(feeds.count("learning_rate"), 0u);
+  for (const SessionRun& run : runs_) EXPECT_EQ(run.fed.count("learning_rate"), 0u);
 }
 
 TEST_F(RuntimeTest, FatalStatusAndNonStandardExceptionsDisableTheHook) {
@@ -520,8 +529,7 @@ TEST_F(RuntimeTest, AccountingTimesOneStepInN) {
   for (uint32_t every : {1u, 2u, 64u}) {
     SCOPED_TRACE("time_every_n_steps = " + std::to_string(every));
     rt_.reset();
-    session_ = ScriptedSession{};
-    session_.end_at = 3;  // steps 1..3 complete, the fourth attempt ends the data
+    reset_session(3);  // steps 1..3 complete, the fourth attempt ends the data
     make_runtime(3, every);
     add("a");
     add("b", {}, 0, FailurePolicy::disable, c_recorder_);
@@ -551,8 +559,7 @@ TEST_F(RuntimeTest, HookStateIsStoredAndRestoredByInstanceName) {
 
   rt_.reset();
   fs::remove(trace_);
-  session_ = ScriptedSession();
-  session_.end_at = 1;
+  reset_session(1);
   make_runtime();
   add("a");
   rt_->restore_hook_states({{"a", "after_runs=3"}, {"gone", "x"}});
@@ -570,19 +577,33 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// A workload that calls back into the runtime driving it.
-class ReentrantSession : public ScriptedSession {
+// The scripted workload, calling back into the runtime driving it from inside step 3. It wraps
+// the workload rather than deriving from it: no script can start a step.
+class ReentrantSession : public Session {
  public:
   Runtime* runtime = nullptr;
+
+  explicit ReentrantSession(detail::Script script) : workload_(std::move(script)) {}
+  void create(int creation) override { workload_.create(creation); }
+  int64_t global_step() const override { return workload_.global_step(); }
+  std::vector<std::string> fetchable() const override { return workload_.fetchable(); }
+  std::vector<std::string> feedable() const override { return workload_.feedable(); }
   StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override {
-    if (runtime && step == 2) runtime->run();  // a step inside a step
-    return ScriptedSession::run(fetches, feeds);
+    if (runtime && workload_.global_step() == 2) runtime->run();  // a step inside a step
+    return workload_.run(fetches, feeds);
   }
+  std::string save_state() const override { return workload_.save_state(); }
+  void restore_state(std::string_view bytes) override { workload_.restore_state(bytes); }
+  std::optional<int64_t> last_step() const override { return workload_.last_step(); }
+
+ private:
+  ScriptedWorkload workload_;
 };
 
 TEST(RuntimeReentry, AStepStartedFromInsideAStepIsRefusedAndFailsTheJob) {
-  ReentrantSession session;
-  session.end_at = 5;
+  detail::Script script;
+  script.end_of_data_step = 6;  // steps 1..5
+  ReentrantSession session(script);
   RuntimeOptions options;
   options.logger = std::make_shared<spdlog::logger>("reentry");
   Runtime rt(session, options);
@@ -595,9 +616,10 @@ TEST(RuntimeReentry, AStepStartedFromInsideAStepIsRefusedAndFailsTheJob) {
 }
 
 TEST(RuntimeReentry, ARecoveryCallbackThatClosesTheRuntimeIsRefused) {
-  ScriptedSession session;
-  session.end_at = 5;
-  session.faults[1] = {StepStatus::aborted};
+  detail::Script script;
+  script.end_of_data_step = 6;                                   // steps 1..5
+  script.faults[2] = {{StepStatus::aborted, "injected fault"}};  // at global step 1
+  ScriptedWorkload session(script);
   RuntimeOptions options;
   options.logger = std::make_shared<spdlog::logger>("reentry");
   options.recovery_backoff = std::chrono::milliseconds(1);

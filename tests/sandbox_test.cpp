@@ -29,8 +29,8 @@
 #include "sandbox/process_dispatch.hpp"
 #include "sandbox/protocol.hpp"
 #include "sandbox/view_codec.hpp"
-#include "scripted_session.hpp"
 #include "test_support.hpp"
+#include "testing/scripted_workload.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -55,27 +55,18 @@ Tensor strings(const std::vector<std::string>& items) {
   return Tensor::from_view(v);
 }
 
-// The scripted workload plus a string fetch ("tag") and a string feed ("note").
-class SandboxSession : public ScriptedSession {
- public:
-  std::vector<std::string> fetchable() const override {
-    auto names = ScriptedSession::fetchable();
-    names.push_back("tag");
-    return names;
-  }
-  std::vector<std::string> feedable() const override {
-    auto names = ScriptedSession::feedable();
-    names.push_back("note");
-    return names;
-  }
-  StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override {
-    StepResult r = ScriptedSession::run(fetches, feeds);
-    if (r.status == StepStatus::ok &&
-        std::find(fetches.begin(), fetches.end(), "tag") != fetches.end())
-      r.values.emplace("tag", strings({"step-" + std::to_string(step), std::string("x\0y", 3)}));
-    return r;
-  }
-};
+// The script of the sandbox tests' workload: steps 1..5, a loss of 10/step, plus a string fetch
+// ("tag") and a string feed ("note").
+detail::Script sandbox_script() {
+  detail::Script script;
+  script.end_of_data_step = 6;
+  script.values["loss"] = [](int64_t step) { return Value(10.0f / static_cast<float>(step)); };
+  script.values["tag"] = [](int64_t step) {
+    return Value(strings({"step-" + std::to_string(step), std::string("x\0y", 3)}));
+  };
+  script.feedable.insert("note");
+  return script;
+}
 
 // A log sink whose text can be read while runner threads may still be logging.
 class CapturingSink : public spdlog::sinks::base_sink<std::mutex> {
@@ -97,7 +88,7 @@ class CapturingSink : public spdlog::sinks::base_sink<std::mutex> {
   std::string text_;
 };
 
-// A runtime over SandboxSession with fixture plugins copied into a temporary folder.
+// A runtime over the scripted workload with fixture plugins copied into a temporary folder.
 class Sandbox {
  public:
   Sandbox() {
@@ -107,11 +98,11 @@ class Sandbox {
       copy_plugin(fixture_plugin(name), plugin_dir());
     found_ = discover_plugins({plugin_dir()});
     for (const auto& r : found_.rejected) ADD_FAILURE() << r.file << ": " << r.reason;
-    session.end_at = 5;
     sink_->set_pattern("[%n] [%l] %v");
   }
 
-  SandboxSession session;
+  std::vector<SessionRun> runs;  // one per run() call of the workload
+  ScriptedWorkload session{sandbox_script(), &runs};
   std::string pin;  // the SHA-256 a plugin built with `load` false must have (empty: none)
   uint32_t max_restarts = 3;
 
@@ -233,7 +224,8 @@ std::vector<std::string> full_recorder_trace(const std::string& name, int steps)
   lines.push_back(name + " before_run gs=" + std::to_string(steps) +
                   " it=" + std::to_string(steps));
   lines.push_back(name + " end outcome=completed gs=" + std::to_string(steps) +
-                  " reason=end of data: input exhausted");
+                  " reason=end of data: the script has no data for step " +
+                  std::to_string(steps + 1));
   return lines;
 }
 
@@ -382,8 +374,10 @@ Observed observe(bool sandboxed, const std::string& behaviour, const std::string
   o.trace = sandbox.trace_lines();
   for (const auto& line : lines_of(sandbox.log()))
     if (line.find("] [debug] ") == std::string::npos) o.log.push_back(same_folder(line));
-  o.fetches = sandbox.session.fetches_seen;
-  for (const auto& feeds : sandbox.session.feeds_seen) o.feeds.push_back(describe(feeds));
+  for (const SessionRun& run : sandbox.runs) {
+    o.fetches.push_back(run.fetched);
+    o.feeds.push_back(describe(run.fed));
+  }
   return o;
 }
 
@@ -945,7 +939,8 @@ TEST(SandboxTest, OutputFloodIsRateLimited) {
 
 TEST(SandboxTest, PluginThreadOutsideAnyCallCanLogAndStopTheJob) {
   Sandbox sandbox;
-  sandbox.session.end_at.reset();  // runs until a hook stops it
+  // Runs until a hook stops it.
+  sandbox.session.script().end_of_data_step = detail::Script::kEndless;
   sandbox.add_sandboxed("late", "faulty", sandbox.faulty_params("late_thread", "begin"),
                         with_timeout(kCalmTimeout));
   Runtime& runtime = sandbox.runtime();

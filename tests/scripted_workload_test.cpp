@@ -90,4 +90,33 @@ TEST(ScriptedWorkload, ItsStateIsItsStep) {
   EXPECT_THROW(workload.restore_state("three"), std::runtime_error);
 }
 
+TEST(ScriptedWorkload, AnEndlessScriptNeverEndsItsDataAndKnowsNoLastStep) {
+  Script script;
+  script.end_of_data_step = Script::kEndless;
+  ScriptedWorkload workload(script);
+  EXPECT_EQ(workload.last_step(), std::nullopt);
+  workload.set_global_step(1000000);
+  EXPECT_EQ(workload.run({}, {}).status, StepStatus::ok);
+  EXPECT_EQ(workload.global_step(), 1000001);
+}
+
+TEST(ScriptedWorkload, RecordsEveryCreationAndCanRestoreAStepOnCreate) {
+  ScriptedWorkload plain(Script{});
+  plain.set_global_step(4);
+  plain.create(1);
+  EXPECT_EQ(plain.global_step(), 4);
+
+  Script script;
+  script.end_of_data_step = 40;
+  script.step_after_create = 30;
+  ScriptedWorkload restored(script);
+  restored.create(1);
+  EXPECT_EQ(restored.global_step(), 30);
+  EXPECT_EQ(restored.run({}, {}).status, StepStatus::ok);
+  restored.create(2);
+  EXPECT_EQ(restored.global_step(), 30);
+  EXPECT_THAT(restored.creations(), ElementsAre(1, 2));
+  EXPECT_EQ(restored.creation(), 2);
+}
+
 }  // namespace

@@ -15,8 +15,8 @@
 
 #include "process.hpp"
 #include "runtime/signal_guard.hpp"
-#include "scripted_session.hpp"
 #include "test_support.hpp"
+#include "testing/scripted_workload.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -87,8 +87,9 @@ TEST_P(RuntimeSnapshots, AHandlerAPluginInstallsIsUndoneAndNamed) {
   options.logger = std::make_shared<spdlog::logger>(
       "hookhost", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
   options.run_dir = dir / "run";
-  ScriptedSession session;
-  session.end_at = 3;
+  detail::Script script;
+  script.end_of_data_step = 4;  // steps 1..3
+  ScriptedWorkload session(script);
   {
     Runtime runtime(session, options);
     runtime.add_hook(plugin, HookSettings{"grabby", 0, FailurePolicy::disable},

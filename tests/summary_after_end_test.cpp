@@ -20,7 +20,7 @@ using ::testing::Pair;
 
 TEST(SummaryAfterEnd, APluginThreadWritesAndFlushesAfterEndUntilDestroy) {
   PluginHarness h({}, {"late_summary"});
-  h.session.end_at = 3;
+  h.workload.script().end_of_data_step = 4;
   const fs::path report = h.root() / "report.txt";
   h.add("late", "late_summary", {{"report", report.string()}});
   EXPECT_EQ(h.run().outcome, Outcome::completed);

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "scripted_session.hpp"
 #include "test_support.hpp"
+#include "testing/scripted_workload.hpp"
 
 namespace hookhost::testing {
 
@@ -36,10 +36,12 @@ class PluginHarness {
     found_ = discover_plugins({plugin_dir()});
     for (const auto& r : found_.rejected)
       ADD_FAILURE() << "rejected " << r.file << ": " << r.reason;
-    session.end_at = 10;
   }
 
-  ScriptedSession session;
+  // One record per run() call of the workload, failed attempts included.
+  std::vector<SessionRun> runs;
+  // Steps 1..10 run, then the data ends (the script's defaults).
+  ScriptedWorkload workload{detail::Script{}, &runs};
   RuntimeOptions options;  // adjust before the first add()
 
   fs::path plugin_dir() const { return dir_ / "plugins"; }
@@ -60,7 +62,7 @@ class PluginHarness {
       options.logger->set_level(spdlog::level::debug);
       if (options.run_dir == ".") options.run_dir = run_dir();
       options.recovery_backoff = std::chrono::milliseconds(1);
-      runtime_ = std::make_unique<Runtime>(session, options);
+      runtime_ = std::make_unique<Runtime>(workload, options);
     }
     return *runtime_;
   }
@@ -122,6 +124,12 @@ class PluginHarness {
   std::ostringstream log_;
   std::unique_ptr<Runtime> runtime_;
 };
+
+// A loss of 10/step (10, 5, 3.33, ...), for tests whose numbers are written for it:
+// `h.workload.script().values["loss"] = loss_of_ten_over_step;` (the default is 1/step).
+inline Value loss_of_ten_over_step(int64_t step) {
+  return Value(10.0f / static_cast<float>(step));
+}
 
 // The messages `instance` logged at info level, in order, from a log in the harness's pattern.
 inline std::vector<std::string> info_lines(const std::string& log, const std::string& instance) {

@@ -162,6 +162,9 @@ struct ScriptedFault {
 
 // The script of the harness's workload (not part of the API).
 struct Script {
+  // end_of_data_step for a workload whose data never ends (its last_step() is unknown).
+  static constexpr int64_t kEndless = INT64_MAX;
+
   int64_t start_step = 0;
   int64_t end_of_data_step = 11;
   std::string end_of_data_message;  // empty: "the script has no data for step N"
@@ -171,6 +174,8 @@ struct Script {
   std::set<std::string> feedable;
   std::map<int64_t, std::vector<ScriptedFault>> faults;  // by the step attempted
   std::map<int64_t, std::pair<std::string, hh_stop_cause>> stops;
+  // Every create() sets the global step to this, as a session restored from a checkpoint does.
+  std::optional<int64_t> step_after_create;
 };
 }  // namespace detail
 

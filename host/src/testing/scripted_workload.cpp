@@ -27,6 +27,17 @@ std::optional<Tensor> builtin_value(const std::string& name, int64_t step) {
 ScriptedWorkload::ScriptedWorkload(detail::Script script, std::vector<SessionRun>* runs)
     : script_(std::move(script)), runs_(runs), step_(script_.start_step) {}
 
+void ScriptedWorkload::create(int creation) {
+  creation_ = creation;
+  creations_.push_back(creation);
+  if (script_.step_after_create) step_ = *script_.step_after_create;
+}
+
+std::optional<int64_t> ScriptedWorkload::last_step() const {
+  if (script_.end_of_data_step == detail::Script::kEndless) return std::nullopt;
+  return script_.end_of_data_step - 1;
+}
+
 bool ScriptedWorkload::serves(const std::string& name) const {
   if (script_.builtin_values && builtin_value(name, 1)) return true;
   if (script_.values.count(name)) return true;

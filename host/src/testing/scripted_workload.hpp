@@ -29,8 +29,12 @@ class ScriptedWorkload final : public Session {
   bool serves(const std::string& name) const;
   // The creation create() was last given (0 before the first).
   int creation() const { return creation_; }
+  // Every creation create() was given, in order.
+  const std::vector<int>& creations() const { return creations_; }
+  // Moves the workload to `step`, as a session restored or rewound outside create() would be.
+  void set_global_step(int64_t step) { step_ = step; }
 
-  void create(int creation) override { creation_ = creation; }
+  void create(int creation) override;
   int64_t global_step() const override { return step_; }
   std::vector<std::string> fetchable() const override;
   std::vector<std::string> feedable() const override;
@@ -38,7 +42,8 @@ class ScriptedWorkload final : public Session {
   std::string save_state() const override { return std::to_string(step_); }
   // Throws std::runtime_error for bytes that are not a state of this workload.
   void restore_state(std::string_view bytes) override;
-  std::optional<int64_t> last_step() const override { return script_.end_of_data_step - 1; }
+  // Unknown (nullopt) for an endless script.
+  std::optional<int64_t> last_step() const override;
 
  private:
   // The fault the script has for this attempt at `step`, consumed unless it fails every attempt.
@@ -51,6 +56,7 @@ class ScriptedWorkload final : public Session {
   Runtime* runtime_ = nullptr;
   int64_t step_;
   int creation_ = 0;
+  std::vector<int> creations_;
 };
 
 }  // namespace hookhost::testing
