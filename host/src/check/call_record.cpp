@@ -2,7 +2,7 @@
 
 namespace hookhost::check {
 
-CallRecord judged_calls(const testing::CallLog& log, const testing::ScriptedWorkload& workload) {
+CallRecord judged_calls(const testing::CallLog& log, const testing::detail::Script& script) {
   CallRecord record;
   record.destroy_error = log.destroy_error;
   record.runner_pid = log.runner_pid;
@@ -17,7 +17,7 @@ CallRecord judged_calls(const testing::CallLog& log, const testing::ScriptedWork
     call.result.runner_lost = recorded.runner_lost;
     for (const testing::RefusedRequest& refused : recorded.refused) {
       const std::string name = refused.name.value_or("");
-      const bool unserved = refused.name && !workload.serves(name);
+      const bool unserved = refused.name && !testing::script_serves(script, name);
       if (unserved) record.unserved_names.insert(name);
       call.refused.push_back({refused.function, name, unserved});
     }

@@ -40,7 +40,7 @@ struct CallRecord {
   bool runner_lost = false;  // the runner is gone (crashed, exited, killed)
 };
 
-// The calls of `log` worth judging; `workload` tells which refused names it does not serve.
-CallRecord judged_calls(const testing::CallLog& log, const testing::ScriptedWorkload& workload);
+// The calls of `log` worth judging; `script` tells which refused names its workload does not serve.
+CallRecord judged_calls(const testing::CallLog& log, const testing::detail::Script& script);
 
 }  // namespace hookhost::check

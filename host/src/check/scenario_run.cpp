@@ -101,7 +101,7 @@ RunOutcome run_scenario(CheckTarget& target, const RunSpec& spec) {
   out.internal_error = std::move(harness.internal_error);
   out.result = std::move(harness.result);
   out.states = std::move(harness.states);
-  out.calls = judged_calls(harness.calls, testing::ScriptedWorkload(run.script));
+  out.calls = judged_calls(harness.calls, run.script);
   out.log = target.sink->take();
   return out;
 }

@@ -38,10 +38,10 @@ std::optional<int64_t> ScriptedWorkload::last_step() const {
   return script_.end_of_data_step - 1;
 }
 
-bool ScriptedWorkload::serves(const std::string& name) const {
-  if (script_.builtin_values && builtin_value(name, 1)) return true;
-  if (script_.values.count(name)) return true;
-  for (const auto& [key, _] : script_.values_at)
+bool script_serves(const detail::Script& script, const std::string& name) {
+  if (script.builtin_values && builtin_value(name, 1)) return true;
+  if (script.values.count(name)) return true;
+  for (const auto& [key, _] : script.values_at)
     if (key.first == name) return true;
   return false;
 }

@@ -18,6 +18,9 @@
 
 namespace hookhost::testing {
 
+// Whether a workload playing `script` provides the tensor `name`.
+bool script_serves(const detail::Script& script, const std::string& name);
+
 class ScriptedWorkload final : public Session {
  public:
   // `runs`, when given, receives one SessionRun per run() call, failed attempts included.
@@ -26,7 +29,7 @@ class ScriptedWorkload final : public Session {
   // The runtime the script's stop requests go to (none: they are not made).
   void set_runtime(Runtime* runtime) { runtime_ = runtime; }
   detail::Script& script() { return script_; }
-  bool serves(const std::string& name) const;
+  bool serves(const std::string& name) const { return script_serves(script_, name); }
   // The creation create() was last given (0 before the first).
   int creation() const { return creation_; }
   // Every creation create() was given, in order.
