@@ -11,7 +11,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "check/json_text.hpp"
+#include <hookhost/sdk/json.hpp>
+
 #include "check/runner_memory.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
@@ -46,6 +47,20 @@ struct Json {
     return false;
   }
 };
+
+// A code point below U+10000 as UTF-8.
+void append_utf8(std::string& out, unsigned code) {
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xC0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    out += static_cast<char>(0xE0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  }
+}
 
 // RFC 8259, strictly: raw control characters in strings, trailing commas and anything after the
 // value are errors.
@@ -151,8 +166,8 @@ class JsonReader {
           if (pos_ + 4 > text_.size()) fail("short \\u escape");
           const unsigned code = std::stoul(std::string(text_.substr(pos_, 4)), nullptr, 16);
           pos_ += 4;
-          if (code >= 0x80) fail("this reader only needs \\u escapes below U+0080");
-          out += static_cast<char>(code);
+          if (code >= 0xD800 && code <= 0xDFFF) fail("this reader takes no surrogate escapes");
+          append_utf8(out, code);
           break;
         }
         default: fail("unknown escape");
@@ -590,11 +605,12 @@ TEST_F(CheckTest, JsonOutputIsOneObjectWithTheDocumentedFields) {
                                "\"callback\":null,\"step\":null"));
 }
 
+// The report's strings come from <hookhost/sdk/json.hpp>, as a plugin's would.
 TEST(CheckJsonTest, EveryStringIsValidJsonWhateverItHolds) {
   const std::string nasty = std::string("quote\" backslash\\ newline\n tab\t bell\a nul") +
                             std::string(1, '\0') + " esc\x1b utf8 \xc3\xa9 \xe2\x82\xac" +
                             " bad \xff\xc3 overlong \xc0\xaf surrogate \xed\xa0\x80 end";
-  const std::string quoted = check::json_quote(nasty);
+  const std::string quoted = hookhost::json_string(nasty);
   Json parsed;
   ASSERT_NO_THROW(parsed = JsonReader(quoted).document()) << quoted;
   EXPECT_EQ(parsed.type, Json::Type::string);
@@ -603,7 +619,7 @@ TEST(CheckJsonTest, EveryStringIsValidJsonWhateverItHolds) {
                                  HasSubstr(" bad \xef\xbf\xbd\xef\xbf\xbd overlong")));
   EXPECT_EQ(parsed.text.find('\xff'), std::string::npos);
   EXPECT_EQ(parsed.text.find("\xed\xa0\x80"), std::string::npos);
-  EXPECT_EQ(check::json_quote(""), "\"\"");
+  EXPECT_EQ(hookhost::json_string(""), "\"\"");
 }
 
 // ---- memory growth --------------------------------------------------------------------------

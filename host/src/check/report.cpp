@@ -1,6 +1,7 @@
 #include "check/report.hpp"
 
-#include "check/json_text.hpp"
+#include <hookhost/sdk/json.hpp>
+
 #include "support/display_text.hpp"
 
 namespace hookhost::check {
@@ -49,30 +50,30 @@ std::string format_text(const CheckReport& report, bool notes) {
 
 std::string format_json(const CheckReport& report) {
   const auto optional_text = [](const std::string& text) {
-    return text.empty() ? std::string("null") : json_quote(text);
+    return text.empty() ? std::string("null") : json_string(text);
   };
   const auto text_array = [](const std::vector<std::string>& items) {
     std::string out = "[";
     for (size_t i = 0; i < items.size(); ++i) {
       // Two appends, not `(i ? "," : "") + text`: GCC 12's -Wrestrict misfires on that at -O3.
       if (i) out += ',';
-      out += json_quote(items[i]);
+      out += json_string(items[i]);
     }
     return out + "]";
   };
   const Findings& findings = report.findings;
-  std::string out = "{\"plugin\":" + json_quote(report.plugin.id) +
-                    ",\"version\":" + json_quote(report.plugin.version) +
-                    ",\"file\":" + json_quote(report.file.string()) +
+  std::string out = "{\"plugin\":" + json_string(report.plugin.id) +
+                    ",\"version\":" + json_string(report.plugin.version) +
+                    ",\"file\":" + json_string(report.file.string()) +
                     ",\"passed\":" + (findings.count(Severity::violation) == 0 ? "true" : "false") +
                     ",\"findings\":[";
   for (size_t i = 0; i < findings.all().size(); ++i) {
     const Finding& f = findings.all()[i];
-    out += std::string(i ? "," : "") + "{\"severity\":" + json_quote(severity_name(f.severity)) +
-           ",\"kind\":" + json_quote(f.kind) + ",\"scenario\":" + optional_text(f.scenario) +
+    out += std::string(i ? "," : "") + "{\"severity\":" + json_string(severity_name(f.severity)) +
+           ",\"kind\":" + json_string(f.kind) + ",\"scenario\":" + optional_text(f.scenario) +
            ",\"callback\":" + optional_text(f.callback) +
            ",\"step\":" + (f.step ? std::to_string(*f.step) : "null") +
-           ",\"message\":" + json_quote(f.message) + ",\"why\":" + json_quote(f.why) +
+           ",\"message\":" + json_string(f.message) + ",\"why\":" + json_string(f.why) +
            ",\"also_in\":" + text_array(f.also_in) + "}";
   }
   out += "],\"counts\":{\"violations\":" + std::to_string(findings.count(Severity::violation)) +
