@@ -61,26 +61,26 @@ void run_with_pauses(PluginHarness& h, std::chrono::milliseconds pause) {
   runtime.close();
 }
 
-// A workload whose train step never moves the global step (like a SyncReplicasOptimizer worker):
-// it stays at 7 for `steps` runs, then the data ends.
+// The scripted workload seen through a global step that never moves (like a SyncReplicasOptimizer
+// worker's): it reads 7 for the `steps` steps the workload runs, then the data ends.
 class StuckStepSession : public Session {
  public:
-  explicit StuckStepSession(int steps) : runs_left_(steps) {}
-  void create(int) override {}
+  explicit StuckStepSession(int steps)
+      : workload_([steps] {
+          detail::Script script;
+          script.end_of_data_step = steps + 1;
+          return script;
+        }()) {}
+  void create(int creation) override { workload_.create(creation); }
   int64_t global_step() const override { return 7; }
-  std::vector<std::string> fetchable() const override { return {"loss"}; }
-  std::vector<std::string> feedable() const override { return {}; }
-  StepResult run(const std::vector<std::string>&, const TensorMap&) override {
-    StepResult result;
-    if (runs_left_-- <= 0) {
-      result.status = StepStatus::end_of_data;
-      result.message = "input exhausted";
-    }
-    return result;
+  std::vector<std::string> fetchable() const override { return workload_.fetchable(); }
+  std::vector<std::string> feedable() const override { return workload_.feedable(); }
+  StepResult run(const std::vector<std::string>& fetches, const TensorMap& feeds) override {
+    return workload_.run(fetches, feeds);
   }
 
  private:
-  int runs_left_;
+  ScriptedWorkload workload_;
 };
 
 TEST(StepCounter, FirstTriggerOnlySetsTheBaselineThenLogsEveryNSteps) {
