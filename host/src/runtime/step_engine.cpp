@@ -16,6 +16,8 @@
 namespace hookhost {
 namespace {
 
+using namespace step_detail;
+
 const char* state_name(HookState s) {
   switch (s) {
     case HookState::created: return "created";
@@ -38,37 +40,18 @@ std::string device_name(hh_device d) {
   return "device " + std::to_string(d.type) + ":" + std::to_string(d.id);
 }
 
-void record_time(CallStats& st, std::chrono::nanoseconds dt) {
-  ++st.timed_calls;
-  st.total += dt;
-  st.max = std::max(st.max, dt);
-}
+}  // namespace
+
+namespace step_detail {
 
 // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
-[[noreturn, gnu::cold]] void out_of_order(const Slot& slot, Callback callback) {
+void out_of_order(const Slot& slot, Callback callback) {
   throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) +
                          " on hook '" + slot.settings.instance_name + "' in state " +
                          state_name(slot.state));
 }
 
-void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {
-  for (HookState s : ok)
-    if (slot.state == s) return;
-  out_of_order(slot, callback);
-}
-void check_state(const Slot& slot, Callback callback, HookState ok) {
-  if (slot.state != ok) [[unlikely]]
-    out_of_order(slot, callback);
-}
-
-bool active(const Slot& slot) {
-  return !slot.disabled;
-}
-bool wants(const Slot& slot, Callback cb) {
-  return slot.implements[static_cast<size_t>(cb)];
-}
-
-}  // namespace
+}  // namespace step_detail
 
 std::string join_names(const std::vector<std::string>& items) {
   return items.empty() ? "(none)" : join(items, ", ");
@@ -91,34 +74,6 @@ InstanceCallScope::~InstanceCallScope() {
   running_.leave_instance_call();
   t_current_call = previous_;
 }
-
-// Times the per-step calls of a sampled step with one clock read after each call: a call's
-// time runs from the previous read (the end of the previous call, or the start of the phase).
-struct StepEngine::StepTimer {
-  bool on = false;
-  std::chrono::steady_clock::time_point last{};
-  explicit StepTimer(bool timed) : on(timed) {
-    if (on) last = std::chrono::steady_clock::now();
-  }
-  void record(CallStats& st) {
-    const auto now = std::chrono::steady_clock::now();
-    record_time(st, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last));
-    last = now;
-  }
-};
-
-// Restores the thread's running call when a phase of per-step calls ends, however it ends:
-// direct calls set it per call and leave the restoring to the phase.
-struct StepEngine::PhaseCallScope {
-  const HostServices* previous = t_current_call;
-  PhaseCallScope(RunningCall& running, Callback cb, int64_t step) {
-    running.set_callback(cb);
-    running.set_step(step);
-  }
-  ~PhaseCallScope() { t_current_call = previous; }
-  PhaseCallScope(const PhaseCallScope&) = delete;
-  PhaseCallScope& operator=(const PhaseCallScope&) = delete;
-};
 
 StepEngine::StepEngine(JobState& job, RunningCall& running, std::shared_ptr<spdlog::logger> log,
                        uint32_t time_every_n_steps)
@@ -211,30 +166,6 @@ CallResult StepEngine::call(Slot& slot, Callback callback, Fn&& fn) {
   return r;
 }
 
-// One before_run or after_run, inside a PhaseCallScope. An in-process hook is called through
-// its own function pointer with the runtime's reused hh_error, and only what crash blame and
-// the [hook-thread] checks need is recorded around it; a CallResult is built only when the call
-// did not return HH_OK (into `result`, and the function returns false). A hook with a
-// call_timeout, or every hook when every call is timed, goes through call() for the watchdog's
-// bookkeeping.
-template <bool kTimed, typename DirectFn, typename DispatchFn>
-bool StepEngine::step_call(Slot& slot, Callback cb, StepTimer& timer, DirectFn&& direct,
-                           DispatchFn&& through_dispatch, std::optional<CallResult>& result) {
-  if (!slot.direct_step_calls) [[unlikely]] {
-    result = call(slot, cb, through_dispatch);
-    if (kTimed) timer.last = std::chrono::steady_clock::now();
-    return result->status == HH_OK;
-  }
-  t_current_call = slot.services.get();
-  running_.enter(slot.services.get());
-  result =
-      call_inprocess([&](hh_error* err) { return direct(slot.direct_hook, err); }, call_error_);
-  running_.leave();
-  ++slot.direct_calls[cb == Callback::before_run ? 0 : 1];
-  if (kTimed) timer.record(slot.stats[static_cast<size_t>(cb)]);
-  return !result;
-}
-
 void StepEngine::begin_all() {
   for (auto& sp : slots_) {
     Slot& slot = *sp;
@@ -299,51 +230,6 @@ void StepEngine::merge_request(Slot& slot, const std::vector<std::string>& calle
   }
 }
 
-template <bool kTimed>
-bool StepEngine::before_calls(const hh_run_context& ctx,
-                              const std::vector<std::string>& caller_fetches) {
-  if (step_slots_stale_) rebuild_step_slots();
-  if (!feed_owner_.empty()) feed_owner_.clear();
-  if (step_slots_.empty()) return true;
-  PhaseCallScope scope(running_, Callback::before_run, ctx.global_step);
-  StepTimer timer(kTimed);
-  for (Slot* sp : step_slots_) {
-    Slot& slot = *sp;
-    if (!active(slot)) continue;
-    check_state(slot, Callback::before_run, HookState::in_session);
-    slot.state = HookState::in_step;
-    if (!wants(slot, Callback::before_run)) continue;
-    std::optional<CallResult> failure;
-    const bool ok = step_call<kTimed>(
-        slot, Callback::before_run, timer,
-        [&](hh_hook* h, hh_error* err) {
-          return slot.direct_before_run(h, &ctx, &slot.request.c, err);
-        },
-        [&] { return slot.dispatch->before_run(ctx, slot.request.c); }, failure);
-    if (ok && !slot.request_touched) [[likely]]
-      continue;
-    slot.request_touched = false;
-    CallResult r = failure ? std::move(*failure) : CallResult{};
-    // The host's own reason for a rejected fetch or feed is more precise than the plugin's,
-    // unless the hook's process is gone: that loss is what on_crash must see.
-    if (!slot.request_error.empty() && !r.runner_lost)
-      r = CallResult{HH_ERROR, 0, slot.request_error};
-    slot.request_error.clear();
-    if (!r.ok()) {
-      // A hook that failed in before_run contributes nothing to this step.
-      slot.fetches.clear();
-      slot.feeds.clear();
-      handle_result(slot, Callback::before_run, r, ctx.global_step);
-      if (job_.failed()) return false;
-      if (!active(slot)) slot.state = HookState::in_session;
-      continue;
-    }
-    handle_result(slot, Callback::before_run, r, ctx.global_step);
-    merge_request(slot, caller_fetches);
-  }
-  return true;
-}
-
 // A value on a device this hook did not declare it takes: the call fails instead.
 std::string StepEngine::device_refusal(Slot& slot, const std::string& name, const Tensor& value) {
   const hh_device device = value.device();
@@ -378,52 +264,6 @@ bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& 
     views.push_back(it->second.view(it->first.c_str()));
   }
   return refusal.empty();
-}
-
-template <bool kTimed>
-void StepEngine::after_calls(const hh_run_context& ctx, const TensorMap& values) {
-  PhaseCallScope scope(running_, Callback::after_run, ctx.global_step);
-  StepTimer timer(kTimed);
-  hh_run_context after_ctx = ctx;
-  hh_run_values no_values{};
-  no_values.struct_size = HH_RUN_VALUES_SIZE;
-  no_values.tensor_stride = sizeof(hh_tensor);
-  for (Slot* sp : step_slots_) {
-    Slot& slot = *sp;
-    if (!active(slot) || slot.state != HookState::in_step) continue;
-    slot.state = HookState::in_session;
-    if (!wants(slot, Callback::after_run)) continue;
-    const hh_run_values* rv = &no_values;
-    hh_run_values fetched;
-    if (!slot.fetches.empty()) [[unlikely]] {
-      fetched = no_values;
-      std::string refusal;
-      const bool gathered = gather_views(slot, values, refusal);
-      slot.fetches.clear();
-      if (!gathered) {
-        if (job_.failed()) return;
-        handle_result(slot, Callback::after_run, CallResult{HH_ERROR, 0, refusal},
-                      job_.global_step(std::memory_order_relaxed));
-        if (job_.failed()) return;
-        continue;
-      }
-      fetched.tensors = views_buffer_.data();
-      fetched.count = static_cast<uint32_t>(views_buffer_.size());
-      rv = &fetched;
-    }
-    after_ctx.stop_requested = job_.stop_requested(std::memory_order_relaxed) ? 1 : 0;
-    std::optional<CallResult> failure;
-    if (step_call<kTimed>(
-            slot, Callback::after_run, timer,
-            [&](hh_hook* h, hh_error* err) {
-              return slot.direct_after_run(h, &after_ctx, rv, err);
-            },
-            [&] { return slot.dispatch->after_run(after_ctx, *rv); }, failure)) [[likely]]
-      continue;
-    // The step the call concerns is the one that ran (its context's step), as in the trace.
-    handle_result(slot, Callback::after_run, *failure, ctx.global_step);
-    if (job_.failed()) return;
-  }
 }
 
 void StepEngine::deliver_end(JobResult& result) {
@@ -532,12 +372,20 @@ void StepEngine::destroy_all() {
   }
 }
 
-// The step's two phases, called from before_step and after_step (inline in the header).
-template bool StepEngine::before_calls<true>(const hh_run_context&,
-                                             const std::vector<std::string>&);
-template bool StepEngine::before_calls<false>(const hh_run_context&,
-                                              const std::vector<std::string>&);
-template void StepEngine::after_calls<true>(const hh_run_context&, const TensorMap&);
-template void StepEngine::after_calls<false>(const hh_run_context&, const TensorMap&);
+CallResult StepEngine::call_through_dispatch(Slot& slot, Callback cb, const hh_run_context& ctx,
+                                             const hh_run_values* values) {
+  if (cb == Callback::before_run)
+    return call(slot, cb, [&] { return slot.dispatch->before_run(ctx, slot.request.c); });
+  return call(slot, cb, [&] { return slot.dispatch->after_run(ctx, *values); });
+}
+
+bool StepEngine::before_calls_timed(const hh_run_context& ctx,
+                                    const std::vector<std::string>& caller_fetches) {
+  return before_calls<true>(ctx, caller_fetches);
+}
+
+void StepEngine::after_calls_timed(const hh_run_context& ctx, const TensorMap& values) {
+  after_calls<true>(ctx, values);
+}
 
 }  // namespace hookhost

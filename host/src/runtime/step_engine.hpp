@@ -81,7 +81,7 @@ class StepEngine {
     // Per-step calls are timed on one step in time_every_n_steps (a countdown: no division).
     timed_step_ = untimed_steps_left_ == 0;
     untimed_steps_left_ = timed_step_ ? time_every_n_steps_ - 1 : untimed_steps_left_ - 1;
-    return timed_step_ ? before_calls<true>(ctx, caller_fetches)
+    return timed_step_ ? before_calls_timed(ctx, caller_fetches)
                        : before_calls<false>(ctx, caller_fetches);
   }
   // What the session runs: the caller's lists, or the merged ones once a hook added to them.
@@ -100,7 +100,7 @@ class StepEngine {
   void after_step(const hh_run_context& ctx, const TensorMap& values) {
     if (step_slots_.empty()) return;
     if (timed_step_)
-      after_calls<true>(ctx, values);
+      after_calls_timed(ctx, values);
     else
       after_calls<false>(ctx, values);
   }
@@ -126,13 +126,21 @@ class StepEngine {
 
   template <typename Fn>
   CallResult call(Slot& slot, Callback callback, Fn&& fn);
-  template <bool kTimed, typename DirectFn, typename DispatchFn>
+  // step_phases.hpp: the per-step phases, compiled where before_step and after_step are called;
+  // the sampled (timed) steps and the calls through a dispatcher go out of line.
+  template <bool kTimed, typename DirectFn>
   bool step_call(Slot& slot, Callback cb, StepTimer& timer, DirectFn&& direct,
-                 DispatchFn&& through_dispatch, std::optional<CallResult>& result);
+                 const hh_run_context& ctx, const hh_run_values* values,
+                 std::optional<CallResult>& result);
+  CallResult call_through_dispatch(Slot& slot, Callback cb, const hh_run_context& ctx,
+                                   const hh_run_values* values);
   template <bool kTimed>
   bool before_calls(const hh_run_context& ctx, const std::vector<std::string>& caller_fetches);
+  bool before_calls_timed(const hh_run_context& ctx,
+                          const std::vector<std::string>& caller_fetches);
   template <bool kTimed>
-  void after_calls(const hh_run_context& ctx, const TensorMap& values);
+  [[gnu::always_inline]] void after_calls(const hh_run_context& ctx, const TensorMap& values);
+  void after_calls_timed(const hh_run_context& ctx, const TensorMap& values);
   void merge_request(Slot& slot, const std::vector<std::string>& caller_fetches);
   std::string device_refusal(Slot& slot, const std::string& name, const Tensor& value);
   bool gather_views(Slot& slot, const TensorMap& values, std::string& refusal);
@@ -178,3 +186,5 @@ class StepEngine {
 };
 
 }  // namespace hookhost
+
+#include "runtime/step_phases.hpp"  // the per-step phases, inline
