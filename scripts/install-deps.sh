@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkgconf binutils
   libboost-dev libboost-program-options-dev
   libspdlog-dev libfmt-dev libelf-dev
+  libseccomp-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev

@@ -124,6 +124,8 @@ const std::vector<BadConfig> kBadConfigs = {
     {"run on_error", "[run]\non_error = explode\n", 2, "[run] on_error",
      "continue, disable, stop or fail"},
     {"run log_level", "[run]\nlog_level = loud\n", 2, "[run] log_level", "trace, debug, info"},
+    {"run confine", "[run]\nconfine = all\n", 2, "[run] confine",
+     "expected off or sandboxed; got 'all'"},
     {"max_state_mb zero", "[run]\nmax_state_mb = 0\n", 2, "[run] max_state_mb",
      "must be an integer between 1 and 4096"},
     {"max_state_mb text", "[run]\nmax_state_mb = lots\n", 2, "[run] max_state_mb",

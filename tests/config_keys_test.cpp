@@ -39,12 +39,19 @@ TEST(ConfigKeys, SectionsFindTheirOwnKeys) {
   EXPECT_EQ(find_config_key("workload", "name"), nullptr);  // the workload's keys are its own
 }
 
+TEST(ConfigKeys, ConfineIsSandboxedUnlessSetOff) {
+  EXPECT_EQ(load_job_config(std::nullopt, {}).confine, Confinement::sandboxed);
+  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=off"}).confine, Confinement::off);
+  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=sandboxed"}).confine,
+            Confinement::sandboxed);
+}
+
 TEST(ConfigKeys, AnUnknownRunKeyListsTheRunKeys) {
   EXPECT_EQ(config_key_list(kRunSection),
             "plugin_dir, run_dir, log_level, on_error, max_state_mb, checkpoint_dir, "
             "keep_checkpoints, time_every_n_steps, allow_insecure_plugins, allowed_plugins, "
             "isolation, isolation_group, call_timeout_ms, memory_limit_mb, on_crash, "
-            "max_restarts, untrusted, distributed, collective_timeout_ms");
+            "max_restarts, untrusted, confine, distributed, collective_timeout_ms");
   try {
     load_job_config(std::nullopt, {"run.colour=blue"});
     FAIL() << "an unknown [run] key was accepted";

@@ -3,11 +3,12 @@
 // and stderr on pipes the host forwards to the instance's logger. It loads the plugin bytes the
 // host sends with each load message (a sealed memfd, never a path), checks the entry symbol as the
 // loader does, creates instances and runs their calls, forwarding every host call the plugin makes
-// back to the host. It links only the plugin ABI headers, the sandbox protocol and
-// the entry check (plugins/entry_check.cpp).
+// back to the host. It links only the plugin ABI headers, the sandbox protocol,
+// the entry check (plugins/entry_check.cpp) and the baseline filter (confine/baseline.cpp).
 //
-//   hookhost-runner --parent-pid PID [--memory-limit-mb N]   serve the host
-//   hookhost-runner --parent-pid PID --echo                  echo every message (benchmark floor)
+//   hookhost-runner --parent-pid PID [--memory-limit-mb N] [--confine]   serve the host
+//   hookhost-runner --parent-pid PID --echo            echo every message (benchmark floor)
+// --confine: the baseline seccomp filter before anything else (docs/isolation.md, "Confinement").
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "channel.hpp"
+#include "confine/baseline.hpp"
 #include "forwarding.hpp"
 #include "plugins/create_call.hpp"
 #include "plugins/entry_check.hpp"
@@ -470,6 +472,7 @@ int main(int argc, char** argv) {
   long parent = -1;
   uint64_t memory_limit_mb = 0;
   bool echo_mode = false;
+  bool confine = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--parent-pid" && i + 1 < argc)
@@ -478,6 +481,8 @@ int main(int argc, char** argv) {
       memory_limit_mb = std::strtoull(argv[++i], nullptr, 10);
     else if (arg == "--echo")
       echo_mode = true;
+    else if (arg == "--confine")
+      confine = true;
     else
       die(kExitUsage, "unknown argument '" + arg + "' (this program is started by hookhost)");
   }
@@ -488,6 +493,14 @@ int main(int argc, char** argv) {
   if (::getppid() != parent) die(kExitOrphaned, "the host process is gone");
   // A plugin's printf reaches the host's log line by line, not when a buffer fills.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // While this process has one thread and no plugin code: the filter covers everything a plugin
+  // runs. Before the memory limit, which can leave libseccomp too little (ASan's shadow).
+  if (confine)
+    if (const std::string error = hookhost::confine::apply_baseline(); !error.empty())
+      std::fprintf(stderr,
+                   "hookhost-runner: confinement not applied (%s): this runner's hooks run "
+                   "unconfined\n",
+                   error.c_str());
   if (memory_limit_mb > 0) limit_memory(memory_limit_mb);
 
   Connection& c = connection();

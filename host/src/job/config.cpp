@@ -139,4 +139,8 @@ const char* isolation_name(Isolation isolation) {
   return isolation == Isolation::process ? "process" : "in_process";
 }
 
+const char* confinement_name(Confinement confinement) {
+  return confinement == Confinement::sandboxed ? "sandboxed" : "off";
+}
+
 }  // namespace hookhost

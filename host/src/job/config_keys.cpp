@@ -223,6 +223,16 @@ void read_untrusted(const KeyReading& r) {
   r.config.untrusted = isolation_value(r);
 }
 
+void read_confine(const KeyReading& r) {
+  if (r.entry.value == "off")
+    r.config.confine = Confinement::off;
+  else if (r.entry.value == "sandboxed")
+    r.config.confine = Confinement::sandboxed;
+  else
+    throw ConfigError(r.at + "expected off or sandboxed; got '" + display_text(r.entry.value) + "'",
+                      r.entry.key);
+}
+
 void read_distributed(const KeyReading& r) {
   if (r.entry.value == "none") {
     r.config.distributed = Distribution::none;
@@ -327,6 +337,7 @@ constexpr std::array kKeys = {
     ConfigKey{kBoth, "on_crash", read_on_crash},
     ConfigKey{kBoth, "max_restarts", read_max_restarts},
     ConfigKey{kRunSection, "untrusted", read_untrusted},
+    ConfigKey{kRunSection, "confine", read_confine},
     ConfigKey{kRunSection, "distributed", read_distributed},
     ConfigKey{kRunSection, "collective_timeout_ms", read_collective_timeout_ms},
     ConfigKey{kHookSection, "plugin", read_plugin},

@@ -68,8 +68,8 @@ HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
   return settings;
 }
 
-void add_hook(const PlannedHook& item, const HookSettings& settings, GroupRunners& groups,
-              Runtime& runtime) {
+void add_hook(const JobConfig& cfg, const PlannedHook& item, const HookSettings& settings,
+              GroupRunners& groups, Runtime& runtime) {
   if (item.isolation.isolation != Isolation::process) {
     runtime.add_hook(item.plugin, settings, item.params);
     return;
@@ -77,6 +77,7 @@ void add_hook(const PlannedHook& item, const HookSettings& settings, GroupRunner
   SandboxOptions sandbox;
   sandbox.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);
   sandbox.memory_limit_mb = item.isolation.memory_limit_mb;
+  sandbox.confine = cfg.confine == Confinement::sandboxed;
   std::shared_ptr<RunnerGroup> group = groups.runner_for(item, sandbox);
   const LoadedPlugin& plugin = *item.plugin;
   const ResolvedParams& params = item.params;
@@ -110,7 +111,7 @@ void instantiate(const JobPlan& plan, const HookCommunicators& communicators, Ru
   for (const PlannedHook& item : plan.hooks) {
     const HookSettings settings = settings_of(*plan.config, item, communicators);
     try {
-      add_hook(item, settings, groups, runtime);
+      add_hook(*plan.config, item, settings, groups, runtime);
     } catch (const ConfigError& e) {
       rethrow_at_hook(*plan.config, item, e);
     }

@@ -4,12 +4,13 @@
 
 #include <algorithm>
 
+#include "confine/kernel_support.hpp"
 #include "hookhost/host/discovery.hpp"
 #include "hookhost/host/job.hpp"
-#include "support/display_text.hpp"
 #include "job/param_checks.hpp"
 #include "job/rank_placement.hpp"
 #include "plugins/trust.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 #include "workloads/registry.hpp"
 
@@ -185,6 +186,27 @@ JobPlan plan_job(const JobConfig& cfg, const std::vector<fs::path>& first_plugin
   return plan;
 }
 
+namespace {
+
+// Once per job with a sandboxed hook: what its runner's confinement enforces on this kernel.
+void log_confinement(const JobPlan& plan, spdlog::logger& log) {
+  const bool sandboxed = std::any_of(plan.hooks.begin(), plan.hooks.end(), [](const auto& item) {
+    return item.isolation.isolation == Isolation::process;
+  });
+  if (!sandboxed) return;
+  if (plan.config->confine == Confinement::off) {
+    log.info("confinement: off ([run] confine = off): sandboxed hooks run unconfined");
+    return;
+  }
+  const confine::KernelSupport support = confine::detect_kernel_support();
+  if (support.no_new_privs && support.seccomp_errno)
+    log.info("{}", confine::describe_baseline(support));
+  else
+    log.warn("{}", confine::describe_baseline(support));
+}
+
+}  // namespace
+
 void log_effective_configuration(const JobPlan& plan, const std::string& run_dir_text,
                                  spdlog::logger& log) {
   const JobConfig& cfg = *plan.config;
@@ -196,6 +218,7 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
   log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", run_dir_text, cfg.log_level,
            policy_name(cfg.on_error));
   log.info("  [run] plugin folders: {}", folder_list(plan.plugin_dirs));
+  log.info("  [run] confine = {}", confinement_name(cfg.confine));
   std::string wl = "name = " + cfg.workload;
   for (const auto& v : plan.workload_params.values())
     if (v.is_set) wl += ", " + v.spec.name + " = " + display_text(v.text);
@@ -217,6 +240,7 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);
     log.info("  [hook.{}] {}", item.hook->name, line);
   }
+  log_confinement(plan, log);
 }
 
 }  // namespace hookhost

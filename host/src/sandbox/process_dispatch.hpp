@@ -29,6 +29,8 @@ struct SandboxOptions {
   std::filesystem::path runner_program;
   std::chrono::milliseconds call_timeout{0};  // 0: no limit; a call over it kills the runner
   uint64_t memory_limit_mb = 0;               // 0: none; else RLIMIT_AS in the runner
+  // The runner loads the baseline seccomp filter before any plugin code (docs/isolation.md).
+  bool confine = true;
 };
 
 namespace sandbox {

@@ -105,6 +105,7 @@ void RunnerGroup::spawn() {
   if (options_.memory_limit_mb > 0)
     spec.args.insert(spec.args.end(),
                      {"--memory-limit-mb", std::to_string(options_.memory_limit_mb)});
+  if (options_.confine) spec.args.push_back("--confine");
   spec.fds = {-1, out_write.get(), err_write.get(), runner_end.get(), side_runner_end.get()};
   static_assert(kRunnerChannelFd == 3 && kRunnerSideChannelFd == 4);
   try {

@@ -31,6 +31,11 @@ struct ConfigSource {
 enum class Isolation { in_process, process };
 const char* isolation_name(Isolation isolation);
 
+// Which runners confine themselves before the plugin's code runs (docs/isolation.md,
+// "Confinement"): none, or every isolation = process hook's.
+enum class Confinement { off, sandboxed };
+const char* confinement_name(Confinement confinement);
+
 // The call limit of a sandboxed hook that sets none: a hang is contained, not waited out.
 inline constexpr uint64_t kSandboxedCallTimeoutMs = 60000;
 
@@ -88,6 +93,7 @@ struct JobConfig {
   // [run] untrusted: where a hook whose isolation is set nowhere runs when its plugin imports
   // process-wide calls (exit, fork, signal, ...) or its imports cannot be read.
   Isolation untrusted = Isolation::in_process;
+  Confinement confine = Confinement::sandboxed;  // [run] confine
   Distribution distributed = Distribution::none;
   std::optional<ConfigSource> distributed_source;  // where [run] distributed was set
   uint32_t collective_timeout_ms = 60000;  // RuntimeOptions::collective_timeout (hh.dist/1)
