@@ -27,6 +27,21 @@ struct ParamSpec {
 // `ranks`: on every process, or on the chief (rank 0) alone.
 enum class Placement { all, chief };
 
+// What a plugin's hooks need when they run confined (the note's needs.* lines, ABI 1.2): beyond
+// the system's runtime, nothing but the hook's own run folder unless declared here. Read paths are
+// relative to the hook's config folder unless absolute; write paths relative to its run folder.
+struct PluginNeeds {
+  std::vector<std::string> read;         // needs.read=PATH, in note order
+  std::vector<std::string> write;        // needs.write=PATH
+  std::vector<std::string> read_params;  // needs.read.param=NAME: the paths that parameter names
+  std::vector<std::string> write_params; // needs.write.param=NAME
+  bool network = false;                  // needs.network=1
+  bool processes = false;                // needs.processes=1
+
+  bool operator==(const PluginNeeds&) const = default;
+  bool empty() const { return *this == PluginNeeds{}; }
+};
+
 struct PluginMetadata {
   std::string id;
   std::string version;
@@ -38,6 +53,8 @@ struct PluginMetadata {
   // The note's placement= line (ABI 1.1); unset when the plugin declares none, as no 1.0 plugin
   // does. Only the note carries it: the entry symbol has no such field.
   std::optional<Placement> placement;
+  // The note's needs.* lines (ABI 1.2); note-only as placement is.
+  PluginNeeds needs;
 
   bool operator==(const PluginMetadata&) const = default;
   const ParamSpec* find_param(const std::string& name) const;
