@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/runtime.hpp>
@@ -37,6 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 // Nanoseconds per iteration of the floor, once it has run.
 double g_pingpong_ns = 0;
+namespace fs = std::filesystem;
 
 // Times the benchmark loop itself, so a figure can be put next to the floor as a counter.
 class LoopTimer {
@@ -63,11 +65,29 @@ RuntimeOptions quiet_options() {
   return options;
 }
 
-// A runtime with `hooks` no-op hooks, sandboxed or not, each fetching `fetch` when not empty;
-// `sandboxed_out` gets the first sandboxed dispatcher.
+// How a sandboxed benchmark hook's runner is confined (the benchmarks' argument).
+enum Confined : int64_t { kUnconfined = 0, kBaseline = 1, kPolicy = 2 };
+
+// The sandbox options of `confined`: kPolicy is a hook's default policy (the system's runtime to
+// read, one folder of its own to write, no network, no processes).
+SandboxOptions sandbox_options(int64_t confined) {
+  static const fs::path own = [] {
+    const fs::path folder = fs::temp_directory_path() / ("hookhost-bench-" + std::to_string(::getpid()));
+    fs::create_directories(folder);
+    return folder;
+  }();
+  SandboxOptions options;
+  options.confine = confined != kUnconfined;
+  if (confined == kPolicy) options.policy = confine::CapabilityPolicy{{}, {own.string()}};
+  return options;
+}
+
+// A runtime with `hooks` no-op hooks, sandboxed (confined as `confined` says) or not, each
+// fetching `fetch` when not empty; `sandboxed_out` gets the first sandboxed dispatcher.
 std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, bool sandboxed,
                                       ProcessDispatch** sandboxed_out = nullptr,
-                                      const std::string& fetch = "") {
+                                      const std::string& fetch = "",
+                                      int64_t confined = kBaseline) {
   auto rt = std::make_unique<Runtime>(session, quiet_options());
   auto plugin = noop_plugin();
   for (int i = 0; i < hooks; ++i) {
@@ -83,7 +103,8 @@ std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, bool sandboxe
     settings.instance_name = name;
     rt->add_hook(plugin->metadata().id, plugin->entry().state_version, settings,
                  [&](const hh_host& host) {
-                   auto d = make_process_dispatch(*plugin, name, params, host, SandboxOptions{});
+                   auto d = make_process_dispatch(*plugin, name, params, host,
+                                                  sandbox_options(confined));
                    if (sandboxed_out && !*sandboxed_out)
                      *sandboxed_out = dynamic_cast<ProcessDispatch*>(d.get());
                    return d;
@@ -151,7 +172,7 @@ BENCHMARK(BM_RawPingPong)->UseRealTime();
 void BM_SandboxedNoopCall(benchmark::State& state) {
   CountingSession session;
   ProcessDispatch* hook = nullptr;
-  auto rt = make_runtime(session, 1, true, &hook);
+  auto rt = make_runtime(session, 1, true, &hook, "", state.range(0));
   hh_run_context ctx{};
   ctx.struct_size = HH_RUN_CONTEXT_SIZE;
   hh_run_request unused{};  // the no-op hook adds nothing
@@ -159,7 +180,8 @@ void BM_SandboxedNoopCall(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(hook->before_run(ctx, unused));
   ratio_to_floor(state, timer);
 }
-BENCHMARK(BM_SandboxedNoopCall)->UseRealTime();
+// confined: 0 none, 1 the baseline filter, 2 a hook's default capability policy.
+BENCHMARK(BM_SandboxedNoopCall)->UseRealTime()->ArgName("confined")->Arg(0)->Arg(1)->Arg(2);
 
 // ---- the floor of a call that carries a value: one copy into shared memory and a ping-pong
 // -------
@@ -268,19 +290,41 @@ BENCHMARK(BM_SandboxedStepFetch)
 void BM_RunnerStartAndStop(benchmark::State& state) {
   for (auto _ : state) {
     CountingSession session;
-    auto rt = make_runtime(session, 1, true);
+    auto rt = make_runtime(session, 1, true, nullptr, "", state.range(0));
     rt.reset();  // destroy: the instance is destroyed and the runner exits and is reaped
   }
 }
-BENCHMARK(BM_RunnerStartAndStop)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RunnerStartAndStop)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->ArgName("confined")
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2);
 
 void report_goals(const hookhost::bench::TimesReporter& t) {
   std::printf("\n");
   const double floor = t.ns("BM_RawPingPong/real_time");
-  const double call = t.ns("BM_SandboxedNoopCall/real_time");
+  const double call = t.ns("BM_SandboxedNoopCall/confined:0/real_time");
   if (floor > 0 && call >= 0) {
     std::printf("sandbox: one no-op call %.0f ns, the raw ping-pong %.0f ns\n", call, floor);
     hookhost::bench::report_goal("sandbox_call_x_pingpong", call / floor, 2.0);
+  }
+  // Confinement against the unconfined runner of the same run.
+  const double baseline_call = t.ns("BM_SandboxedNoopCall/confined:1/real_time");
+  const double policy_call = t.ns("BM_SandboxedNoopCall/confined:2/real_time");
+  if (call > 0 && policy_call > 0) {
+    std::printf("confinement: a no-op call %.0f ns unconfined, %.0f ns with the baseline filter, "
+                "%.0f ns with a capability policy\n",
+                call, baseline_call, policy_call);
+    hookhost::bench::report_goal("confined_call_x_unconfined", policy_call / call, 1.1);
+  }
+  const double start = t.ns("BM_RunnerStartAndStop/confined:0/real_time");
+  const double policy_start = t.ns("BM_RunnerStartAndStop/confined:2/real_time");
+  if (start > 0 && policy_start > 0) {
+    std::printf("confinement: runner start and stop %.2f ms unconfined, %.2f ms confined\n",
+                start / 1e6, policy_start / 1e6);
+    hookhost::bench::report_goal("confined_start_extra_ms", (policy_start - start) / 1e6, 5.0);
   }
   hookhost::bench::report_values_goal(t, "sandbox values", "BM_SandboxedStepFetch", "/real_time",
                                       "values_sandbox_64mib_x_4b");

@@ -40,10 +40,14 @@ TEST(ConfigKeys, SectionsFindTheirOwnKeys) {
 }
 
 TEST(ConfigKeys, ConfineIsSandboxedUnlessSetOff) {
-  EXPECT_EQ(load_job_config(std::nullopt, {}).confine, Confinement::sandboxed);
-  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=off"}).confine, Confinement::off);
-  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=sandboxed"}).confine,
+  EXPECT_FALSE(load_job_config(std::nullopt, {}).isolation.confine.has_value());
+  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=off"}).isolation.confine, Confinement::off);
+  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=sandboxed"}).isolation.confine,
             Confinement::sandboxed);
+  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=all-untrusted"}).isolation.confine,
+            Confinement::all_untrusted);
+  EXPECT_EQ(load_job_config(std::nullopt, {"run.confine=required"}).isolation.confine,
+            Confinement::required);
 }
 
 TEST(ConfigKeys, AnUnknownRunKeyListsTheRunKeys) {
@@ -51,7 +55,9 @@ TEST(ConfigKeys, AnUnknownRunKeyListsTheRunKeys) {
             "plugin_dir, run_dir, log_level, on_error, max_state_mb, checkpoint_dir, "
             "keep_checkpoints, time_every_n_steps, allow_insecure_plugins, allowed_plugins, "
             "isolation, isolation_group, call_timeout_ms, memory_limit_mb, on_crash, "
-            "max_restarts, untrusted, confine, distributed, collective_timeout_ms");
+            "max_restarts, untrusted, confine, allow_read, allow_write, allow_network, "
+            "allow_processes, limit_cpu_secs, limit_file_mb, limit_open_files, limit_processes, "
+            "distributed, collective_timeout_ms");
   try {
     load_job_config(std::nullopt, {"run.colour=blue"});
     FAIL() << "an unknown [run] key was accepted";

@@ -21,6 +21,8 @@ typedef struct hostile {
   const hh_host* host;
   char target[32]; /* the string parameter "target", when the plugin has one */
   int64_t signal;  /* the integer parameter "signal", when the plugin has one */
+  char path[1024]; /* the string parameter "path", when the plugin has one */
+  int64_t port;    /* the integer parameter "port", when the plugin has one */
 } hostile;
 
 /* The process that started this runner: the host. */
@@ -79,7 +81,14 @@ static hh_status hostile_create(const hh_host* host, const hh_create_args* args,
   hostile* h = (hostile*)calloc(1, sizeof *h);
   const hh_param_value* target;
   const hh_param_value* signal_number;
+  const hh_param_value* path;
+  const hh_param_value* port;
   if (!h) return hh_fail(err, HH_ERROR, "out of memory");
+  path = hh_find_param(args, "path");
+  port = hh_find_param(args, "port");
+  if (path && path->is_set && path->string_value)
+    snprintf(h->path, sizeof h->path, "%s", path->string_value);
+  h->port = port && port->is_set ? port->int_value : 0;
   target = hh_find_param(args, "target");
   signal_number = hh_find_param(args, "signal");
   h->host = host;

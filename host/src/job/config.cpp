@@ -140,7 +140,13 @@ const char* isolation_name(Isolation isolation) {
 }
 
 const char* confinement_name(Confinement confinement) {
-  return confinement == Confinement::sandboxed ? "sandboxed" : "off";
+  switch (confinement) {
+    case Confinement::off: return "off";
+    case Confinement::sandboxed: return "sandboxed";
+    case Confinement::all_untrusted: return "all-untrusted";
+    case Confinement::required: return "required";
+  }
+  return "?";
 }
 
 }  // namespace hookhost

@@ -156,6 +156,79 @@ void read_max_restarts(const KeyReading& r) {
   isolation_of(r).max_restarts = static_cast<uint32_t>(run_integer(r.entry, r.at, 0, 1000, ""));
 }
 
+void read_confine(const KeyReading& r) {
+  const std::string& v = r.entry.value;
+  // all-untrusted chooses hooks by their plugin, so it is the job's choice, not one hook's.
+  const char* choices = r.hook ? "off, sandboxed or required" : "off, sandboxed, all-untrusted or required";
+  Confinement mode;
+  if (v == "off")
+    mode = Confinement::off;
+  else if (v == "sandboxed")
+    mode = Confinement::sandboxed;
+  else if (v == "required")
+    mode = Confinement::required;
+  else if (v == "all-untrusted" && !r.hook)
+    mode = Confinement::all_untrusted;
+  else
+    throw ConfigError(r.at + "expected " + choices + "; got '" + display_text(v) + "'" +
+                          (v == "all-untrusted" ? " (all-untrusted is a [run] setting)" : ""),
+                      r.entry.key);
+  isolation_of(r).confine = mode;
+}
+
+// A comma-separated list of files or folders; "none" (or nothing) for an empty list.
+std::vector<fs::path> path_list(const KeyReading& r) {
+  std::vector<fs::path> paths;
+  if (r.entry.value.empty() || r.entry.value == "none") return paths;
+  for (const std::string& item : comma_items(r.entry.value)) {
+    if (item.empty())
+      throw ConfigError(r.at + "expected a comma-separated list of paths (or none); got an empty "
+                               "item in '" + display_text(r.entry.value) + "'",
+                        r.entry.key);
+    ConfigEntry one = r.entry;
+    one.value = item;
+    paths.push_back(config_path(one, r.file).lexically_normal());
+  }
+  return paths;
+}
+
+void read_allow_read(const KeyReading& r) {
+  isolation_of(r).allow_read = path_list(r);
+}
+
+void read_allow_write(const KeyReading& r) {
+  isolation_of(r).allow_write = path_list(r);
+}
+
+void read_allow_network(const KeyReading& r) {
+  isolation_of(r).allow_network = boolean(r);
+}
+
+void read_allow_processes(const KeyReading& r) {
+  isolation_of(r).allow_processes = boolean(r);
+}
+
+void read_limit_cpu_secs(const KeyReading& r) {
+  isolation_of(r).limit_cpu_secs = run_integer(r.entry, r.at, 0, 31536000, " (0: no limit)");
+}
+
+void read_limit_file_mb(const KeyReading& r) {
+  isolation_of(r).limit_file_mb = run_integer(r.entry, r.at, 0, 16777216, " (0: no limit)");
+}
+
+void read_limit_open_files(const KeyReading& r) {
+  // Below 16 the runner itself (channels, pipes, the plugin's copy) has too few to work.
+  isolation_of(r).limit_open_files = run_integer(r.entry, r.at, 0, 1048576, " (0: no limit)");
+  if (*isolation_of(r).limit_open_files != 0 && *isolation_of(r).limit_open_files < 16)
+    throw ConfigError(r.at + "must be 0 (no limit) or at least 16, which the runner needs for "
+                             "itself; got '" + display_text(r.entry.value) + "'",
+                      r.entry.key);
+}
+
+void read_limit_processes(const KeyReading& r) {
+  isolation_of(r).limit_processes = run_integer(r.entry, r.at, 0, 4194304, " (0: no limit)");
+}
+
 // ---- [run] ----
 
 void read_plugin_dir(const KeyReading& r) {
@@ -223,15 +296,6 @@ void read_untrusted(const KeyReading& r) {
   r.config.untrusted = isolation_value(r);
 }
 
-void read_confine(const KeyReading& r) {
-  if (r.entry.value == "off")
-    r.config.confine = Confinement::off;
-  else if (r.entry.value == "sandboxed")
-    r.config.confine = Confinement::sandboxed;
-  else
-    throw ConfigError(r.at + "expected off or sandboxed; got '" + display_text(r.entry.value) + "'",
-                      r.entry.key);
-}
 
 void read_distributed(const KeyReading& r) {
   if (r.entry.value == "none") {
@@ -337,7 +401,15 @@ constexpr std::array kKeys = {
     ConfigKey{kBoth, "on_crash", read_on_crash},
     ConfigKey{kBoth, "max_restarts", read_max_restarts},
     ConfigKey{kRunSection, "untrusted", read_untrusted},
-    ConfigKey{kRunSection, "confine", read_confine},
+    ConfigKey{kBoth, "confine", read_confine},
+    ConfigKey{kBoth, "allow_read", read_allow_read},
+    ConfigKey{kBoth, "allow_write", read_allow_write},
+    ConfigKey{kBoth, "allow_network", read_allow_network},
+    ConfigKey{kBoth, "allow_processes", read_allow_processes},
+    ConfigKey{kBoth, "limit_cpu_secs", read_limit_cpu_secs},
+    ConfigKey{kBoth, "limit_file_mb", read_limit_file_mb},
+    ConfigKey{kBoth, "limit_open_files", read_limit_open_files},
+    ConfigKey{kBoth, "limit_processes", read_limit_processes},
     ConfigKey{kRunSection, "distributed", read_distributed},
     ConfigKey{kRunSection, "collective_timeout_ms", read_collective_timeout_ms},
     ConfigKey{kHookSection, "plugin", read_plugin},

@@ -2,10 +2,22 @@
 
 #include <spdlog/spdlog.h>
 
+#include "hookhost/host/job.hpp"
 #include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace hookhost {
+namespace {
+
+// Whether `file` is one of the plugins shipped with hookhost (in builtin_plugin_dir()).
+bool is_builtin_plugin(const std::filesystem::path& file) {
+  std::error_code ec;
+  const auto folder = std::filesystem::weakly_canonical(file, ec).parent_path();
+  const auto builtin = std::filesystem::weakly_canonical(builtin_plugin_dir(), ec);
+  return !ec && folder == builtin;
+}
+
+}  // namespace
 
 EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& hook,
                                        const DiscoveredPlugin& plugin, spdlog::logger& log) {
@@ -23,6 +35,15 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
         calls ? "imports " + join(*calls, ", ") : "has imports that could not be read";
     log.info("{} {}: running it with isolation = process because [run] untrusted = process",
              describe_hook(hook.name, display_text(plugin.metadata.id)), what);
+  }
+  const Confinement run_confine = run.confine.value_or(Confinement::sandboxed);
+  if (!own.isolation && run_confine == Confinement::all_untrusted &&
+      e.isolation == Isolation::in_process && !is_builtin_plugin(plugin.file)) {
+    e.isolation = Isolation::process;
+    log.info("{}: running it with isolation = process, confined, because [run] confine = "
+             "all-untrusted and its plugin is not one of hookhost's own ({})",
+             describe_hook(hook.name, display_text(plugin.metadata.id)),
+             display_text(plugin.file.string()));
   }
   // A sandboxed hook that hangs is contained by its limit only: it has one unless set to 0.
   const uint64_t default_timeout_ms =
@@ -47,7 +68,23 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
                             "process for it, or remove isolation_group",
                         "isolation_group");
     e.group.clear();
+    if (own.confine == Confinement::required)
+      throw ConfigError(cfg.where(hook, "confine") + "hook '" + hook.name +
+                            "' runs in process, where nothing can confine it: set isolation = "
+                            "process for it, or remove confine = required",
+                        "confine");
+    return e;
   }
+  e.confine = own.confine.value_or(run_confine == Confinement::all_untrusted ? Confinement::sandboxed
+                                                                            : run_confine);
+  e.allow_read = own.allow_read.value_or(run.allow_read.value_or(std::vector<std::filesystem::path>{}));
+  e.allow_write = own.allow_write.value_or(run.allow_write.value_or(std::vector<std::filesystem::path>{}));
+  e.allow_network = own.allow_network ? own.allow_network : run.allow_network;
+  e.allow_processes = own.allow_processes ? own.allow_processes : run.allow_processes;
+  e.limit_cpu_secs = own.limit_cpu_secs.value_or(run.limit_cpu_secs.value_or(0));
+  e.limit_file_mb = own.limit_file_mb.value_or(run.limit_file_mb.value_or(0));
+  e.limit_open_files = own.limit_open_files.value_or(run.limit_open_files.value_or(0));
+  e.limit_processes = own.limit_processes.value_or(run.limit_processes.value_or(0));
   return e;
 }
 

@@ -3,7 +3,11 @@
 #include <string>
 #include <string_view>
 
+#include <algorithm>
+#include <system_error>
+
 #include "hookhost/host/job.hpp"
+#include "job/hook_policy.hpp"
 #include "support/display_text.hpp"
 #include "sandbox/process_dispatch.hpp"
 
@@ -18,6 +22,65 @@ HookCommunicators split_hook_communicators(const JobPlan& plan, Communicator* co
 }
 
 namespace {
+
+// What a confined hook's runner runs under: its own policy, or its isolation group's.
+struct Confinements {
+  std::map<const PlannedHook*, confine::CapabilityPolicy> of_hook;
+  std::map<const PlannedHook*, std::filesystem::path> run_dir_of_hook;
+  std::map<std::string, confine::CapabilityPolicy> of_group;
+};
+
+// One policy per confined hook; the members of an isolation group share one process, and so its
+// capabilities: the union of theirs. Limits are the process's, so members must agree on them.
+Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path& run_dir) {
+  Confinements c;
+  std::map<std::string, const PlannedHook*> first_member;
+  for (const PlannedHook& item : plan.hooks) {
+    if (item.isolation.isolation != Isolation::process ||
+        item.isolation.confine == Confinement::off)
+      continue;
+    const std::filesystem::path own = hook_run_dir(run_dir, item.hook->name);
+    std::error_code ec;
+    std::filesystem::create_directories(own, ec);
+    if (ec)
+      throw ConfigError(plan.config->where(*item.hook) + "cannot make hook '" + item.hook->name +
+                        "''s run folder " + display_text(own.string()) + ": " + ec.message());
+    confine::CapabilityPolicy policy = hook_policy(*plan.config, item, own);
+    c.run_dir_of_hook[&item] = own;
+    const std::string& group = item.isolation.group;
+    if (!group.empty()) {
+      auto [it, first] = c.of_group.try_emplace(group, policy);
+      if (first) {
+        first_member[group] = &item;
+      } else {
+        confine::CapabilityPolicy& shared = it->second;
+        // memory_limit_mb is checked with the runner (below), confined or not.
+        auto without_memory = [](confine::ResourceLimits limits) {
+          limits.address_space_mb = 0;
+          return limits;
+        };
+        if (without_memory(shared.limits) != without_memory(policy.limits))
+          throw ConfigError(plan.config->where(*item.hook) + "hooks '" +
+                                first_member[group]->hook->name + "' and '" + item.hook->name +
+                                "' share isolation_group '" + group +
+                                "' but ask for different limits (" + describe_policy(shared) +
+                                " / " + describe_policy(policy) +
+                                "): give them the same limit_* keys, or "
+                                "different groups");
+        for (const std::string& path : policy.read)
+          if (std::find(shared.read.begin(), shared.read.end(), path) == shared.read.end())
+            shared.read.push_back(path);
+        for (const std::string& path : policy.write)
+          if (std::find(shared.write.begin(), shared.write.end(), path) == shared.write.end())
+            shared.write.push_back(path);
+        shared.network = shared.network || policy.network;
+        shared.processes = shared.processes || policy.processes;
+      }
+    }
+    c.of_hook.emplace(&item, std::move(policy));
+  }
+  return c;
+}
 
 // The runners of isolation groups, made with their first member's options.
 class GroupRunners {
@@ -54,7 +117,7 @@ class GroupRunners {
 };
 
 HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
-                         const HookCommunicators& communicators) {
+                         const HookCommunicators& communicators, const Confinements& confinements) {
   HookSettings settings{item.hook->name, item.hook->order,
                         item.hook->on_error.value_or(cfg.on_error)};
   settings.on_crash = item.isolation.on_crash;
@@ -62,14 +125,16 @@ HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
   settings.log_level = item.hook->log_level.value_or("");
   if (auto group = communicators.find(item.hook); group != communicators.end())
     settings.group = group->second;
+  if (auto own = confinements.run_dir_of_hook.find(&item); own != confinements.run_dir_of_hook.end())
+    settings.run_dir = own->second.string();
   // In-process, the watchdog names a call over its limit; a runner enforces its own.
   if (item.isolation.isolation == Isolation::in_process)
     settings.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);
   return settings;
 }
 
-void add_hook(const JobConfig& cfg, const PlannedHook& item, const HookSettings& settings,
-              GroupRunners& groups, Runtime& runtime) {
+void add_hook(const PlannedHook& item, const HookSettings& settings,
+              const Confinements& confinements, GroupRunners& groups, Runtime& runtime) {
   if (item.isolation.isolation != Isolation::process) {
     runtime.add_hook(item.plugin, settings, item.params);
     return;
@@ -77,7 +142,11 @@ void add_hook(const JobConfig& cfg, const PlannedHook& item, const HookSettings&
   SandboxOptions sandbox;
   sandbox.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);
   sandbox.memory_limit_mb = item.isolation.memory_limit_mb;
-  sandbox.confine = cfg.confine == Confinement::sandboxed;
+  sandbox.confine = item.isolation.confine != Confinement::off;
+  sandbox.confine_required = item.isolation.confine == Confinement::required;
+  if (auto policy = confinements.of_hook.find(&item); policy != confinements.of_hook.end())
+    sandbox.policy = item.isolation.group.empty() ? policy->second
+                                                  : confinements.of_group.at(item.isolation.group);
   std::shared_ptr<RunnerGroup> group = groups.runner_for(item, sandbox);
   const LoadedPlugin& plugin = *item.plugin;
   const ResolvedParams& params = item.params;
@@ -106,12 +175,14 @@ void add_hook(const JobConfig& cfg, const PlannedHook& item, const HookSettings&
 
 }  // namespace
 
-void instantiate(const JobPlan& plan, const HookCommunicators& communicators, Runtime& runtime) {
+void instantiate(const JobPlan& plan, const HookCommunicators& communicators,
+                 const std::filesystem::path& run_dir, Runtime& runtime) {
+  const Confinements confinements = plan_confinements(plan, run_dir);
   GroupRunners groups;
   for (const PlannedHook& item : plan.hooks) {
-    const HookSettings settings = settings_of(*plan.config, item, communicators);
+    const HookSettings settings = settings_of(*plan.config, item, communicators, confinements);
     try {
-      add_hook(*plan.config, item, settings, groups, runtime);
+      add_hook(item, settings, confinements, groups, runtime);
     } catch (const ConfigError& e) {
       rethrow_at_hook(*plan.config, item, e);
     }

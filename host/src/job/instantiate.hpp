@@ -3,6 +3,7 @@
 // isolation group).
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -18,8 +19,12 @@ using HookCommunicators = std::map<const HookConfig*, std::shared_ptr<Communicat
 // order. Empty for a job of one process (`comm` null).
 HookCommunicators split_hook_communicators(const JobPlan& plan, Communicator* comm);
 
-// Adds every planned hook to `runtime`, creating it. Throws ConfigError naming the configuration
-// line a plugin's refusal points at (or only the hook's section when the plugin is at fault).
-void instantiate(const JobPlan& plan, const HookCommunicators& communicators, Runtime& runtime);
+// Adds every planned hook to `runtime`, creating it. A confined hook gets its own run folder,
+// <run_dir>/hooks/<instance> (made here, before its runner starts), and its capability policy.
+// Throws ConfigError naming the configuration line a plugin's refusal points at (or only the
+// hook's section when the plugin is at fault), a policy path that does not exist, and an isolation
+// group whose members ask for different limits.
+void instantiate(const JobPlan& plan, const HookCommunicators& communicators,
+                 const std::filesystem::path& run_dir, Runtime& runtime);
 
 }  // namespace hookhost

@@ -95,7 +95,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
       *p.session, runtime_options(cfg, p.run_dir, p.log, p.options.communicator, plan.rank));
   p.runtime->restore_hook_states(start.hook_states);
   try {
-    instantiate(plan, hook_communicators, *p.runtime);
+    instantiate(plan, hook_communicators, p.run_dir.path(), *p.runtime);
     hooks_created.passed();
   } catch (const ConfigError&) {
     p.put_back_previous_run();

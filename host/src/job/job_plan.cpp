@@ -194,8 +194,12 @@ void log_confinement(const JobPlan& plan, spdlog::logger& log) {
     return item.isolation.isolation == Isolation::process;
   });
   if (!sandboxed) return;
-  if (plan.config->confine == Confinement::off) {
-    log.info("confinement: off ([run] confine = off): sandboxed hooks run unconfined");
+  const bool confined = std::any_of(plan.hooks.begin(), plan.hooks.end(), [](const auto& item) {
+    return item.isolation.isolation == Isolation::process &&
+           item.isolation.confine != Confinement::off;
+  });
+  if (!confined) {
+    log.info("confinement: off (confine = off): sandboxed hooks run unconfined");
     return;
   }
   const confine::KernelSupport support = confine::detect_kernel_support();
@@ -218,7 +222,8 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
   log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", run_dir_text, cfg.log_level,
            policy_name(cfg.on_error));
   log.info("  [run] plugin folders: {}", folder_list(plan.plugin_dirs));
-  log.info("  [run] confine = {}", confinement_name(cfg.confine));
+  log.info("  [run] confine = {}",
+           confinement_name(cfg.isolation.confine.value_or(Confinement::sandboxed)));
   std::string wl = "name = " + cfg.workload;
   for (const auto& v : plan.workload_params.values())
     if (v.is_set) wl += ", " + v.spec.name + " = " + display_text(v.text);
@@ -234,7 +239,8 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
       line += ", on_crash = " + std::string(crash_policy_name(item.isolation.on_crash)) +
               ", max_restarts = " + std::to_string(item.isolation.max_restarts) +
               ", memory_limit_mb = " + std::to_string(item.isolation.memory_limit_mb) +
-              (item.isolation.group.empty() ? "" : ", isolation_group = " + item.isolation.group);
+              (item.isolation.group.empty() ? "" : ", isolation_group = " + item.isolation.group) +
+              ", confine = " + confinement_name(item.isolation.confine);
     line += ", call_timeout_ms = " + std::to_string(item.isolation.call_timeout_ms);
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);

@@ -105,7 +105,7 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& s
   s->group = settings.group;
   s->plugin_id = plugin_id;
   s->state_version = state_version;
-  s->run_dir = options.run_dir.string();
+  s->run_dir = settings.run_dir.empty() ? options.run_dir.string() : settings.run_dir;
   s->logger = log->clone(settings.instance_name);
   if (!settings.log_level.empty())
     s->logger->set_level(spdlog::level::from_str(settings.log_level));

@@ -97,7 +97,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
         note_(plugin.metadata()),
         where_(describe_hook(instance_name, plugin_id_, plugin_file_)),
         create_payload_(create_payload(instance_name, host, plugin_id_, params)),
-        id_(group_->join(host, instance_name)) {
+        id_(group_->join(host, instance_name, plugin_id_)) {
     // The bytes the runner opens: the host's verified copy. A plugin made without one (an
     // embedding program's own LoadedPlugin) is copied and checked here, once.
     std::shared_ptr<const LoadedPlugin> copied;

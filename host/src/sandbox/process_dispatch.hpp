@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <hookhost/host.h>
@@ -21,6 +22,7 @@
 #include "hookhost/host/hook_dispatch.hpp"
 #include "hookhost/host/loader.hpp"
 #include "hookhost/host/params.hpp"
+#include "confine/policy.hpp"
 
 namespace hookhost {
 
@@ -29,8 +31,12 @@ struct SandboxOptions {
   std::filesystem::path runner_program;
   std::chrono::milliseconds call_timeout{0};  // 0: no limit; a call over it kills the runner
   uint64_t memory_limit_mb = 0;               // 0: none; else RLIMIT_AS in the runner
-  // The runner loads the baseline seccomp filter before any plugin code (docs/isolation.md).
+  // The runner confines itself before any plugin code (docs/isolation.md, "Confinement"): to
+  // `policy` when set, else to the baseline seccomp filter alone (files, network and processes
+  // open). `confine_required`: a runner that cannot enforce all of it is not started.
   bool confine = true;
+  bool confine_required = false;
+  std::optional<confine::CapabilityPolicy> policy;
 };
 
 namespace sandbox {

@@ -1,13 +1,17 @@
 #include "runner_group.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <stdexcept>
+#include <tuple>
 #include <system_error>
 
+#include "confine/kernel_support.hpp"
 #include "service_requests.hpp"
+#include "support/text.hpp"
 
 namespace hookhost::sandbox {
 
@@ -51,6 +55,11 @@ class RunnerGroup::Routing final : public RunnerIo::Routing {
     return serve_request(*it->second.host, nullptr, in, reply, why);
   }
 
+  void violation(const confine::ViolationRecord& record) override {
+    std::lock_guard lock(group_.members_mutex_);
+    group_.report_violation(record);
+  }
+
  private:
   RunnerGroup& group_;
 };
@@ -62,11 +71,31 @@ RunnerGroup::~RunnerGroup() {
   kill();
 }
 
-uint32_t RunnerGroup::join(const hh_host& host, std::string hook_name) {
+uint32_t RunnerGroup::join(const hh_host& host, std::string hook_name, std::string plugin_id) {
   std::lock_guard lock(members_mutex_);
   const uint32_t id = next_id_++;
-  members_.emplace(id, Member{&host, std::move(hook_name)});
+  members_.emplace(id, Member{&host, std::move(hook_name), std::move(plugin_id)});
   return id;
+}
+
+void RunnerGroup::report_violation(const confine::ViolationRecord& record) {
+  // A record naming no member (a plugin thread's call between calls) is blamed on the runner.
+  auto it = members_.find(record.instance);
+  const bool named = it != members_.end();
+  if (!named) it = members_.begin();
+  if (it == members_.end()) return;  // nobody left to tell
+  const confine::ViolationText text = confine::describe_violation(record);
+  const std::string who = named ? describe_hook(it->second.hook_name, it->second.plugin_id)
+                                : "a hook in " + runner_words(false);
+  std::string words = who + " tried to " + text.what + " (" + text.call;
+  if (!text.detail.empty()) words += ", " + text.detail;
+  words += ")";
+  if (record.fatal) fatal_violation_ = words;
+  if (!violations_seen_.insert(words).second) return;
+  words += record.fatal ? ": denied by its capability policy; its runner was stopped (SIGSYS)"
+                        : ": denied by its capability policy (the call failed with EPERM)";
+  const hh_host& host = *it->second.host;
+  host.log(&host, HH_LOG_ERROR, words.data(), words.size());
 }
 
 size_t RunnerGroup::member_count() const {
@@ -95,6 +124,15 @@ void RunnerGroup::spawn() {
     throw std::runtime_error(
         "cannot start the sandbox: hookhost-runner was not found (looked " + tried +
         "); install it next to the program, or set SandboxOptions::runner_program");
+  if (options_.confine && options_.confine_required && options_.policy) {
+    const std::vector<std::string> missing =
+        confine::not_enforced(*options_.policy, confine::detect_kernel_support());
+    if (!missing.empty())
+      throw std::runtime_error("cannot start the sandbox: confine = required, but this kernel "
+                               "cannot enforce " + join(missing, ", ") +
+                               "; run the job on a kernel that can, or set confine = sandboxed "
+                               "for this hook");
+  }
   auto [host_end, runner_end] = Channel::make_pair();
   auto [side_host_end, side_runner_end] = Channel::make_pair();
   auto [out_read, out_write] = make_pipe();
@@ -102,12 +140,28 @@ void RunnerGroup::spawn() {
   SpawnSpec spec;
   spec.program = program;
   spec.args = {"--parent-pid", std::to_string(::getpid())};
-  if (options_.memory_limit_mb > 0)
-    spec.args.insert(spec.args.end(),
-                     {"--memory-limit-mb", std::to_string(options_.memory_limit_mb)});
-  if (options_.confine) spec.args.push_back("--confine");
+  if (options_.confine && options_.policy) {
+    // The policy carries the memory limit with the others.
+    spec.args.push_back("--confine");
+    if (options_.confine_required) spec.args.push_back("--confine-required");
+    const std::vector<std::string> policy = confine::runner_args(*options_.policy);
+    spec.args.insert(spec.args.end(), policy.begin(), policy.end());
+  } else {
+    if (options_.memory_limit_mb > 0)
+      spec.args.insert(spec.args.end(),
+                       {"--memory-limit-mb", std::to_string(options_.memory_limit_mb)});
+    if (options_.confine) spec.args.push_back("--confine-baseline");
+  }
   spec.fds = {-1, out_write.get(), err_write.get(), runner_end.get(), side_runner_end.get()};
   static_assert(kRunnerChannelFd == 3 && kRunnerSideChannelFd == 4);
+  // A confined runner reports the calls its policy denies on a pipe of their own (a signal
+  // handler's fixed records, kept out of the protocol and of the hook's stdout and stderr).
+  UniqueFd violations_read, violations_write;
+  if (options_.confine) {
+    std::tie(violations_read, violations_write) = make_pipe();
+    spec.fds.push_back(violations_write.get());
+    static_assert(confine::kRunnerViolationFd == 5);
+  }
   try {
     process_ = RunnerProcess::spawn(spec);
   } catch (const std::exception& e) {
@@ -121,7 +175,7 @@ void RunnerGroup::spawn() {
   channel_ = Channel(std::move(host_end));
   if (!routing_) routing_ = std::make_unique<Routing>(*this);
   io_ = std::make_unique<RunnerIo>(*routing_, std::move(out_read), std::move(err_read),
-                                   std::move(side_host_end));
+                                   std::move(side_host_end), std::move(violations_read));
   const std::string started = "started " + runner_words() + ", " + program.string();
   routing_->log(HH_LOG_DEBUG, started);
 }
@@ -177,6 +231,13 @@ const std::string& RunnerGroup::record_loss(const std::string& what) {
 std::string RunnerGroup::ended(const char* during) {
   const int status = process_.wait_status().value_or(0);
   std::string what = describe_wait_status(status);
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS && io_) {
+    // The runner's SIGSYS handler wrote what it tried before it died: name it.
+    io_->drain_violations();
+    std::lock_guard lock(members_mutex_);
+    if (!fatal_violation_.empty()) what += " after " + fatal_violation_;
+    fatal_violation_.clear();
+  }
   if (during)
     what += std::string(" ") + during;
   else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ class RunnerGroup {
   const SandboxOptions& options() const { return options_; }
 
   // A new member; its id is the instance id in the protocol. `host` must outlive leave(id).
-  uint32_t join(const hh_host& host, std::string hook_name);
+  uint32_t join(const hh_host& host, std::string hook_name, std::string plugin_id);
   // The last member to leave ends the runner: asks it to exit, waits up to `timeout`, then kills
   // it.
   void leave(uint32_t id, std::chrono::milliseconds timeout);
@@ -94,7 +95,14 @@ class RunnerGroup {
   struct Member {
     const hh_host* host;
     std::string hook_name;
+    std::string plugin_id;
   };
+  // A denied call of the runner: logged once per member, call and detail, through the member's
+  // logger (the group's first member when the record names none); a fatal one is kept for the
+  // loss message. Called with members_mutex_ held.
+  void report_violation(const confine::ViolationRecord& record);
+  std::set<std::string> violations_seen_;  // across restarts: once per distinct attempt
+  std::string fatal_violation_;  // the last fatal one's words, for the loss message
   mutable std::mutex members_mutex_;  // the I/O thread reads the members
   std::map<uint32_t, Member> members_;
   uint32_t next_id_ = 1;

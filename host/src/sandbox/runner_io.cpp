@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <system_error>
 
 #include <hookhost/hook.h>
@@ -24,16 +25,18 @@ void set_nonblocking(int fd) {
 }  // namespace
 
 RunnerIo::RunnerIo(Routing& routing, UniqueFd stdout_pipe, UniqueFd stderr_pipe,
-                   UniqueFd side_channel, int max_lines_per_second)
+                   UniqueFd side_channel, UniqueFd violations, int max_lines_per_second)
     : routing_(routing),
       out_{std::move(stdout_pipe), HH_LOG_INFO, {}},
       err_{std::move(stderr_pipe), HH_LOG_WARN, {}},
       side_(std::move(side_channel)),
+      violations_(std::move(violations)),
       wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       max_lines_per_second_(max_lines_per_second) {
   if (!wake_) throw std::system_error(errno, std::generic_category(), "eventfd");
   set_nonblocking(out_.fd.get());
   set_nonblocking(err_.fd.get());
+  set_nonblocking(violations_.get());
   window_start_ = Clock::now();
   thread_ = std::thread([this] { run(); });
 }
@@ -57,7 +60,7 @@ std::string RunnerIo::side_channel_problem() const {
 
 void RunnerIo::run() {
   for (;;) {
-    pollfd fds[4];
+    pollfd fds[5];
     nfds_t n = 0;
     auto add = [&](int fd) {
       fds[n] = {fd, POLLIN, 0};
@@ -67,7 +70,13 @@ void RunnerIo::run() {
     const int out = add(out_.fd.get());
     const int err = add(err_.fd.get());
     const int side = add(side_.fd());
-    if (out < 0 && err < 0 && side < 0) break;  // the runner is gone and everything is read
+    int violations_fd;
+    {
+      std::lock_guard lock(violations_mutex_);
+      violations_fd = violations_.get();
+    }
+    const int violations = add(violations_fd);
+    if (out < 0 && err < 0 && side < 0 && violations < 0) break;  // the runner is gone and everything is read
     int timeout = -1;  // with lines dropped, wake up when the window ends to say so
     if (dropped_ > 0) {
       const auto left = window_start_ + kWindow - Clock::now();
@@ -88,10 +97,34 @@ void RunnerIo::run() {
     if (out >= 0 && fds[out].revents) drain(out_, false);
     if (err >= 0 && fds[err].revents) drain(err_, false);
     if (side >= 0 && fds[side].revents) serve_side_request();
+    if (violations >= 0 && fds[violations].revents) drain_violations();
   }
+  drain_violations();
   drain(out_, true);
   drain(err_, true);
   note_dropped();
+}
+
+void RunnerIo::drain_violations() {
+  std::lock_guard lock(violations_mutex_);
+  constexpr size_t kRecord = sizeof(confine::ViolationRecord);
+  char buffer[64 * kRecord];
+  while (violations_) {
+    const ssize_t n = ::read(violations_.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) violations_.reset();
+      break;
+    }
+    violation_bytes_.append(buffer, static_cast<size_t>(n));
+    size_t used = 0;
+    for (; violation_bytes_.size() - used >= kRecord; used += kRecord) {
+      confine::ViolationRecord record;
+      std::memcpy(&record, violation_bytes_.data() + used, kRecord);
+      routing_.violation(record);
+    }
+    violation_bytes_.erase(0, used);
+  }
 }
 
 void RunnerIo::drain(Stream& stream, bool final) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "channel.hpp"
+#include "confine/violation.hpp"
 #include "support/unique_fd.hpp"
 
 namespace hookhost::sandbox {
@@ -29,11 +30,14 @@ class RunnerIo {
     // Carries out a side request of `instance` (service_requests.hpp); false with `why` when the
     // request breaks the protocol (an unknown instance included).
     virtual bool serve(uint32_t instance, Reader& in, Writer& reply, std::string* why) = 0;
+    // Reports a call the runner's capability policy denied (a record its SIGSYS handler wrote).
+    virtual void violation(const confine::ViolationRecord& record) = 0;
   };
 
-  // `routing` must outlive stop().
+  // `routing` must outlive stop(). `violations`: the pipe a confined runner's denied calls are
+  // reported on (empty for an unconfined runner).
   RunnerIo(Routing& routing, UniqueFd stdout_pipe, UniqueFd stderr_pipe, UniqueFd side_channel,
-           int max_lines_per_second = 100);
+           UniqueFd violations = {}, int max_lines_per_second = 100);
   ~RunnerIo();
   RunnerIo(const RunnerIo&) = delete;
   RunnerIo& operator=(const RunnerIo&) = delete;
@@ -44,6 +48,10 @@ class RunnerIo {
 
   // Why the side channel was closed because the runner broke the protocol on it ("" when not).
   std::string side_channel_problem() const;
+
+  // Reports every denied call the runner has written so far (from any thread: the one that saw
+  // the runner die of SIGSYS reads its last record before it words the loss).
+  void drain_violations();
 
  private:
   struct Stream {
@@ -61,6 +69,9 @@ class RunnerIo {
   Stream out_;
   Stream err_;
   Channel side_;
+  std::mutex violations_mutex_;
+  UniqueFd violations_;
+  std::string violation_bytes_;  // a record not yet read whole
   UniqueFd wake_;  // an eventfd: stop() makes it readable
   const int max_lines_per_second_;
   Clock::time_point window_start_{};

@@ -31,10 +31,13 @@ struct ConfigSource {
 enum class Isolation { in_process, process };
 const char* isolation_name(Isolation isolation);
 
-// Which runners confine themselves before the plugin's code runs (docs/isolation.md,
-// "Confinement"): none, or every isolation = process hook's.
-enum class Confinement { off, sandboxed };
-const char* confinement_name(Confinement confinement);
+// Which runners confine themselves to their hook's capability policy before the plugin's code
+// runs (docs/isolation.md, "Confinement"): none; every isolation = process hook's; those and every
+// hook of a plugin that is not built in, which then runs with isolation = process
+// (all_untrusted, [run] only); or every sandboxed hook's, refusing to start one whose policy the
+// kernel cannot enforce in full (required).
+enum class Confinement { off, sandboxed, all_untrusted, required };
+const char* confinement_name(Confinement confinement);  // "off", "sandboxed", "all-untrusted", ...
 
 // The call limit of a sandboxed hook that sets none: a hang is contained, not waited out.
 inline constexpr uint64_t kSandboxedCallTimeoutMs = 60000;
@@ -49,6 +52,17 @@ struct IsolationConfig {
   std::optional<uint32_t> max_restarts;     // restarts of one instance before it is disabled
   // Sandboxed instances with the same group name share one runner process (empty: none).
   std::optional<std::string> isolation_group;
+  // Confinement: whether, and what the policy adds to what the plugin declares it needs. Paths
+  // are absolute (a config file's relative ones are taken from its folder).
+  std::optional<Confinement> confine;
+  std::optional<std::vector<std::filesystem::path>> allow_read;
+  std::optional<std::vector<std::filesystem::path>> allow_write;
+  std::optional<bool> allow_network;    // unset: as the plugin declares; false narrows
+  std::optional<bool> allow_processes;  // unset: as the plugin declares; false narrows
+  std::optional<uint64_t> limit_cpu_secs;  // 0: none
+  std::optional<uint64_t> limit_file_mb;
+  std::optional<uint64_t> limit_open_files;
+  std::optional<uint64_t> limit_processes;
 };
 
 // Which processes of a distributed job run a hook instance ([hook.NAME] ranks): the chief
@@ -93,7 +107,6 @@ struct JobConfig {
   // [run] untrusted: where a hook whose isolation is set nowhere runs when its plugin imports
   // process-wide calls (exit, fork, signal, ...) or its imports cannot be read.
   Isolation untrusted = Isolation::in_process;
-  Confinement confine = Confinement::sandboxed;  // [run] confine
   Distribution distributed = Distribution::none;
   std::optional<ConfigSource> distributed_source;  // where [run] distributed was set
   uint32_t collective_timeout_ms = 60000;  // RuntimeOptions::collective_timeout (hh.dist/1)
@@ -112,10 +125,13 @@ struct JobConfig {
 
 // The keys the host takes in every [hook.NAME] section; any other key is a plugin parameter. A
 // plugin that declares a parameter with one of these names is refused at discovery.
-inline constexpr std::array<std::string_view, 13> kHostHookKeys = {
-    "plugin",          "enabled",         "order",    "on_error",     "isolation",
-    "call_timeout_ms", "memory_limit_mb", "on_crash", "max_restarts", "isolation_group",
-    "ranks",           "sha256",          "log_level"};
+inline constexpr std::array<std::string_view, 22> kHostHookKeys = {
+    "plugin",          "enabled",         "order",          "on_error",
+    "isolation",       "call_timeout_ms", "memory_limit_mb", "on_crash",
+    "max_restarts",    "isolation_group", "ranks",          "sha256",
+    "log_level",       "confine",         "allow_read",     "allow_write",
+    "allow_network",   "allow_processes", "limit_cpu_secs", "limit_file_mb",
+    "limit_open_files", "limit_processes"};
 inline bool is_host_hook_key(std::string_view key) {
   for (std::string_view host_key : kHostHookKeys)
     if (key == host_key) return true;

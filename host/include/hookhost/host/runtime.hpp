@@ -68,6 +68,9 @@ struct HookSettings {
   // The level of this instance's logger (trace, debug, info, warn, error, critical, off): what its
   // log calls and log_enabled() pass, in every isolation tier. Empty: the runtime logger's level.
   std::string log_level{};
+  // What hh_host.run_dir gives this instance; empty: RuntimeOptions::run_dir. A confined hook's
+  // is a folder of its own, the only one its runner may write to unless its policy says more.
+  std::string run_dir{};
 };
 
 enum class Outcome { completed, stopped, failed };

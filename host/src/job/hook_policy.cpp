@@ -1,0 +1,132 @@
+#include "job/hook_policy.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include "support/display_text.hpp"
+#include "support/text.hpp"
+
+namespace hookhost {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where a hook's relative read paths start: the config file's folder, as for every path in it.
+fs::path config_folder(const JobConfig& cfg) {
+  return cfg.file ? fs::absolute(*cfg.file).parent_path() : fs::current_path();
+}
+
+// `path` made absolute against `base`, `.` and `..` folded away.
+fs::path absolute_from(const fs::path& base, const fs::path& path) {
+  return (path.is_absolute() ? path : base / path).lexically_normal();
+}
+
+// The string values of parameter `name` (a string or each item of a string list), empty ones
+// left out.
+std::vector<std::string> param_paths(const ResolvedParams& params, const std::string& name) {
+  std::vector<std::string> out;
+  const ResolvedParams::Value* value = params.find(name);
+  if (!value) return out;
+  if (value->spec.type == HH_PARAM_TYPE_STRING_LIST)
+    for (const std::string& item : value->list) {
+      if (!item.empty()) out.push_back(item);
+    }
+  else if (!value->s.empty())
+    out.push_back(value->s);
+  return out;
+}
+
+void add_unique(std::vector<std::string>& list, const fs::path& path) {
+  const std::string text = path.string();
+  if (std::find(list.begin(), list.end(), text) == list.end()) list.push_back(text);
+}
+
+}  // namespace
+
+fs::path hook_run_dir(const fs::path& run_dir, const std::string& instance) {
+  return run_dir / "hooks" / instance;
+}
+
+confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& item,
+                                      const fs::path& own_run_dir) {
+  const PluginNeeds& needs = item.plugin->metadata().needs;
+  const EffectiveIsolation& iso = item.isolation;
+  const std::string hook = describe_hook(item.hook->name, display_text(item.plugin->metadata().id));
+  confine::CapabilityPolicy policy;
+
+  // Reads: each must exist now, since the kernel binds a rule to what the path names when the
+  // runner starts; a missing one is refused rather than widened to its parent.
+  const fs::path config_dir = config_folder(cfg);
+  auto add_read = [&](const fs::path& path, const std::string& declared_by, const std::string& key) {
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      throw ConfigError(cfg.where(*item.hook, key) + hook + " may read " +
+                            display_text(path.string()) + " (" + declared_by +
+                            "), which does not exist: create it, or correct " + declared_by,
+                        key);
+    add_unique(policy.read, path);
+  };
+  for (const std::string& path : needs.read)
+    add_read(absolute_from(config_dir, path), "the plugin's needs.read=" + display_text(path), "");
+  for (const std::string& name : needs.read_params)
+    for (const std::string& path : param_paths(item.params, name))
+      add_read(absolute_from(config_dir, path), "its parameter " + name, name);
+  for (const fs::path& path : iso.allow_read) add_read(path, "allow_read", "allow_read");
+
+  // Writes: the hook's own folder, then what it declares and what the config adds. A file that
+  // does not exist yet needs its folder, which is made as the hook would make it.
+  auto add_write = [&](const fs::path& path, const std::string& declared_by, const std::string& key) {
+    std::error_code ec;
+    if (fs::exists(path, ec)) {
+      add_unique(policy.write, path);
+      return;
+    }
+    const fs::path folder = path.parent_path();
+    fs::create_directories(folder, ec);
+    if (ec)
+      throw ConfigError(cfg.where(*item.hook, key) + hook + " may write " +
+                            display_text(path.string()) + " (" + declared_by +
+                            "), but its folder cannot be made: " + ec.message(),
+                        key);
+    add_unique(policy.write, folder);
+  };
+  add_unique(policy.write, own_run_dir);
+  for (const std::string& path : needs.write)
+    add_write(absolute_from(own_run_dir, path), "the plugin's needs.write=" + display_text(path), "");
+  for (const std::string& name : needs.write_params)
+    for (const std::string& path : param_paths(item.params, name))
+      add_write(absolute_from(own_run_dir, path), "its parameter " + name, name);
+  for (const fs::path& path : iso.allow_write) add_write(path, "allow_write", "allow_write");
+
+  policy.network = iso.allow_network.value_or(needs.network);
+  policy.processes = iso.allow_processes.value_or(needs.processes);
+  policy.limits.address_space_mb = iso.memory_limit_mb;
+  policy.limits.cpu_seconds = iso.limit_cpu_secs;
+  policy.limits.file_size_mb = iso.limit_file_mb;
+  policy.limits.open_files = iso.limit_open_files;
+  policy.limits.processes = iso.limit_processes;
+  return policy;
+}
+
+std::string describe_policy(const confine::CapabilityPolicy& policy) {
+  auto list = [](const std::vector<std::string>& paths) {
+    std::vector<std::string> shown;
+    for (const std::string& p : paths) shown.push_back(display_text(p));
+    return join(shown, ", ");
+  };
+  std::string text = "write " + list(policy.write);
+  if (!policy.read.empty()) text = "read " + list(policy.read) + "; " + text;
+  text += policy.network ? "; network" : "; no network";
+  text += policy.processes ? "; processes" : "; no processes";
+  const confine::ResourceLimits& l = policy.limits;
+  std::vector<std::string> limits;
+  if (l.address_space_mb) limits.push_back("memory " + std::to_string(l.address_space_mb) + " MiB");
+  if (l.cpu_seconds) limits.push_back("cpu " + std::to_string(l.cpu_seconds) + " s");
+  if (l.file_size_mb) limits.push_back("file size " + std::to_string(l.file_size_mb) + " MiB");
+  if (l.open_files) limits.push_back("open files " + std::to_string(l.open_files));
+  if (l.processes) limits.push_back("processes " + std::to_string(l.processes));
+  if (!limits.empty()) text += "; limits " + join(limits, ", ");
+  return text;
+}
+
+}  // namespace hookhost

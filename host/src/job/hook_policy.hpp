@@ -1,0 +1,29 @@
+// A sandboxed hook's capability policy (confine/policy.hpp), from what its plugin declares it needs
+// (the note's needs.* lines) and what its config adds or takes away (allow_*, limit_*,
+// memory_limit_mb). docs/isolation.md, "Confinement", lists the rules.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "confine/policy.hpp"
+#include "job/job_plan.hpp"
+
+namespace hookhost {
+
+// The folder a confined hook writes its outputs to and sees as its run directory:
+// <run_dir>/hooks/<instance>.
+std::filesystem::path hook_run_dir(const std::filesystem::path& run_dir, const std::string& instance);
+
+// The policy of `item`, whose run folder `own_run_dir` exists. Read paths are absolute and exist;
+// write paths are absolute and exist (the folder of a declared file that does not exist yet is
+// made, as a hook would make it). Throws ConfigError naming the hook, the key or the plugin's
+// declaration, and the path, when a read path does not exist.
+confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& item,
+                                      const std::filesystem::path& own_run_dir);
+
+// "read /data, /etc/x; write <run>/hooks/h; network; processes; limits cpu 60 s, files 100 MiB":
+// the policy as one log fragment.
+std::string describe_policy(const confine::CapabilityPolicy& policy);
+
+}  // namespace hookhost

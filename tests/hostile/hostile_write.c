@@ -1,0 +1,22 @@
+/* Creates the file `path` names and writes a line to it (outside the hook's run folder). */
+#include "hostile.h"
+
+#include <fcntl.h>
+
+static void hostile_attempt(hostile* h) {
+  char what[1100];
+  static const char line[] = "written by hostile_write\n";
+  long rc = syscall(SYS_openat, AT_FDCWD, h->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (rc >= 0) {
+    const int fd = (int)rc;
+    rc = write(fd, line, sizeof line - 1) == (ssize_t)(sizeof line - 1) ? 0 : -1;
+    close(fd);
+  }
+  snprintf(what, sizeof what, "write %s", h->path);
+  hostile_report(h, what, rc);
+}
+
+#define HOSTILE_WRITE_PARAMS(P) P(path, STRING, REQUIRED, "", "the file to create and write")
+
+HH_PLUGIN_DEFINE("hostile_write", "1.0.0", "Test fixture: writes a file", HOSTILE_WRITE_PARAMS,
+                 hostile_create)
