@@ -185,14 +185,15 @@ TEST_F(Confine, TheJobSaysOnceWhatIsEnforced) {
   ProcessResult r = run("confined_probe", "");
   EXPECT_THAT(r.out, HasSubstr("[run] confine = sandboxed"));
   EXPECT_EQ(count(r.out,
-                  "confinement: sandboxed hooks run with no ptrace, no signals to other "
-                  "processes, no namespaces, mounts, bpf, perf events, keyrings, io_uring "
-                  "or kernel modules \\(seccomp\\)"),
+                  "confinement: sandboxed hooks run under a seccomp filter \\(no ptrace, "
+                  "mounts, namespaces, bpf, keyrings, io_uring or kernel modules: the runner is "
+                  "stopped and the call named; no signals to other processes, network sockets or "
+                  "new processes unless the hook's policy allows them\\)"),
             1);
   r = run_unconfined("confined_probe", "");
   EXPECT_THAT(r.out, HasSubstr("confinement: off ([run] confine = off): sandboxed hooks run "
                                "unconfined"));
-  EXPECT_THAT(r.out, Not(HasSubstr("(seccomp)")));
+  EXPECT_THAT(r.out, Not(HasSubstr("seccomp filter")));
 }
 
 TEST_F(Confine, AWrongValueIsAConfigErrorNamingTheLineAndTheChoices) {
