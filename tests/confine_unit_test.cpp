@@ -171,6 +171,19 @@ TEST_F(ConfineApply, WritesOutsideTheWriteSetAreDeniedInsideWork) {
   EXPECT_TRUE(std::filesystem::is_directory(dir_ / "writable" / "sub"));
 }
 
+// A rule on a file keeps only the rights that apply to files (the kernel refuses the others).
+TEST_F(ConfineApply, AWritePathThatIsAFileAllowsThatFileOnly) {
+  write_file(dir_ / "outside" / "log.txt", "");
+  policy_.write.push_back(path("outside/log.txt"));
+  const Outcome o = confined(policy_, [&] {
+    std::string text = open_result(path("outside/log.txt"), O_WRONLY | O_TRUNC);
+    text += " " + open_result(path("outside/log.txt"), O_RDONLY);
+    text += " " + open_result(path("outside/secret.txt"), O_RDONLY);
+    return text + " " + open_result(path("outside/sibling.txt"), O_WRONLY | O_CREAT);
+  });
+  EXPECT_EQ(o.report, "ok ok EACCES EACCES");
+}
+
 TEST_F(ConfineApply, DeviceNodesCannotBeMadeInTheWriteSet) {
   const Outcome o = confined(policy_, [&] {
     std::string text =
