@@ -35,99 +35,68 @@ constexpr const char* kSignal = "signal another process";
 constexpr const char* kProcess = "start a process";
 constexpr const char* kProgram = "start a program";
 
-#define HH_CALL(name, when, what) DeniedCall{__NR_##name, #name, DeniedWhen::when, what},
 // Each call only where this architecture has it (fork, vfork: not on aarch64).
+// clang-format off
+#define HH_CALL(name, when, what) DeniedCall{__NR_##name, #name, DeniedWhen::when, what}
 constexpr DeniedCall kDeniedCalls[] = {
-    HH_CALL(ptrace, always, "attach a debugger to a process") HH_CALL(
-        process_vm_readv, always, kOtherMemory) HH_CALL(process_vm_writev, always, kOtherMemory)
-        HH_CALL(pidfd_getfd, always, "take a descriptor of another process") HH_CALL(
-            mount, always, kMount) HH_CALL(umount2, always,
-                                           kMount) HH_CALL(pivot_root, always,
-                                                           "change the root folder")
-            HH_CALL(chroot, always, "change the root folder") HH_CALL(
-                fsopen, always, kMount) HH_CALL(fsconfig, always, kMount) HH_CALL(fsmount, always,
-                                                                                  kMount)
-                HH_CALL(fspick, always, kMount) HH_CALL(move_mount, always, kMount) HH_CALL(
-                    open_tree, always, kMount) HH_CALL(mount_setattr, always, kMount)
-                    HH_CALL(unshare, always, kNamespace) HH_CALL(setns, always, kNamespace) HH_CALL(
-                        clone, clone_namespace,
-                        kNamespace) HH_CALL(bpf, always, "load a bpf program")
-                        HH_CALL(perf_event_open, always, "open a performance monitor") HH_CALL(
-                            keyctl,
-                            always,
-                            kKeyring) HH_CALL(add_key, always,
-                                              kKeyring) HH_CALL(request_key, always, kKeyring)
-                            HH_CALL(io_uring_setup, always, kIoUring)
-                                HH_CALL(io_uring_enter, always, kIoUring) HH_CALL(
-                                    io_uring_register, always,
-                                    kIoUring) HH_CALL(kexec_load, always, "load a new kernel")
-                                    HH_CALL(kexec_file_load, always, "load a new kernel") HH_CALL(
-                                        init_module, always,
-                                        kModule) HH_CALL(finit_module, always, kModule)
-                                        HH_CALL(delete_module, always, kModule) HH_CALL(
-                                            userfaultfd, always,
-                                            "handle page faults in user space") HH_CALL(open_by_handle_at,
-                                                                                        always,
-                                                                                        "open a "
-                                                                                        "file by "
-                                                                                        "its "
-                                                                                        "handle, "
-                                                                                        "past "
-                                                                                        "every "
-                                                                                        "folder's "
-                                                                                        "permission"
-                                                                                        "s")
-                                            HH_CALL(swapon, always, "change the swap space") HH_CALL(
-                                                swapoff,
-                                                always,
-                                                "change the swap space") HH_CALL(reboot, always,
-                                                                                 "reboot the "
-                                                                                 "machine")
-                                                HH_CALL(acct, always, "switch process accounting") HH_CALL(
-                                                    quotactl, always, "change disk quotas")
-                                                    HH_CALL(kill, other_pid, kSignal) HH_CALL(
-                                                        tkill, other_pid,
-                                                        kSignal) HH_CALL(tgkill, other_pid, kSignal)
-                                                        HH_CALL(rt_sigqueueinfo, other_pid, kSignal) HH_CALL(
-                                                            rt_tgsigqueueinfo, other_pid,
-                                                            kSignal)
-                                                            HH_CALL(
-                                                                pidfd_open,
-                                                                other_pid,
-                                                                "open a descriptor of another "
-                                                                "process") HH_CALL(pidfd_send_signal,
-                                                                                   always_eperm,
-                                                                                   kSignal)
-                                                                HH_CALL(
-                                                                    socket,
-                                                                    not_af_unix,
-                                                                    "open a network socket")
-                                                                    HH_CALL(connect,
-                                                                            without_network,
-                                                                            "connect a socket")
+    HH_CALL(ptrace, always, "attach a debugger to a process"),
+    HH_CALL(process_vm_readv, always, kOtherMemory),
+    HH_CALL(process_vm_writev, always, kOtherMemory),
+    HH_CALL(pidfd_getfd, always, "take a descriptor of another process"),
+    HH_CALL(mount, always, kMount),
+    HH_CALL(umount2, always, kMount),
+    HH_CALL(pivot_root, always, "change the root folder"),
+    HH_CALL(chroot, always, "change the root folder"),
+    HH_CALL(fsopen, always, kMount),
+    HH_CALL(fsconfig, always, kMount),
+    HH_CALL(fsmount, always, kMount),
+    HH_CALL(fspick, always, kMount),
+    HH_CALL(move_mount, always, kMount),
+    HH_CALL(open_tree, always, kMount),
+    HH_CALL(mount_setattr, always, kMount),
+    HH_CALL(unshare, always, kNamespace),
+    HH_CALL(setns, always, kNamespace),
+    HH_CALL(clone, clone_namespace, kNamespace),
+    HH_CALL(bpf, always, "load a bpf program"),
+    HH_CALL(perf_event_open, always, "open a performance monitor"),
+    HH_CALL(keyctl, always, kKeyring),
+    HH_CALL(add_key, always, kKeyring),
+    HH_CALL(request_key, always, kKeyring),
+    HH_CALL(io_uring_setup, always, kIoUring),
+    HH_CALL(io_uring_enter, always, kIoUring),
+    HH_CALL(io_uring_register, always, kIoUring),
+    HH_CALL(kexec_load, always, "load a new kernel"),
+    HH_CALL(kexec_file_load, always, "load a new kernel"),
+    HH_CALL(init_module, always, kModule),
+    HH_CALL(finit_module, always, kModule),
+    HH_CALL(delete_module, always, kModule),
+    HH_CALL(userfaultfd, always, "handle page faults in user space"),
+    HH_CALL(open_by_handle_at, always, "open a file by its handle, past every folder's permissions"),
+    HH_CALL(swapon, always, "change the swap space"),
+    HH_CALL(swapoff, always, "change the swap space"),
+    HH_CALL(reboot, always, "reboot the machine"),
+    HH_CALL(acct, always, "switch process accounting"),
+    HH_CALL(quotactl, always, "change disk quotas"),
+    HH_CALL(kill, other_pid, kSignal),
+    HH_CALL(tkill, other_pid, kSignal),
+    HH_CALL(tgkill, other_pid, kSignal),
+    HH_CALL(rt_sigqueueinfo, other_pid, kSignal),
+    HH_CALL(rt_tgsigqueueinfo, other_pid, kSignal),
+    HH_CALL(pidfd_open, other_pid, "open a descriptor of another process"),
+    HH_CALL(pidfd_send_signal, always_eperm, kSignal),
+    HH_CALL(socket, not_af_unix, "open a network socket"),
+    HH_CALL(connect, without_network, "connect a socket"),
 #ifdef __NR_fork
-                                                                        HH_CALL(fork,
-                                                                                without_processes,
-                                                                                kProcess)
+    HH_CALL(fork, without_processes, kProcess),
 #endif
 #ifdef __NR_vfork
-                                                                            HH_CALL(
-                                                                                vfork,
-                                                                                without_processes,
-                                                                                kProcess)
+    HH_CALL(vfork, without_processes, kProcess),
 #endif
-                                                                                HH_CALL(
-                                                                                    clone,
-                                                                                    clone_process,
-                                                                                    kProcess)
-                                                                                    HH_CALL(
-                                                                                        execve,
-                                                                                        without_processes,
-                                                                                        kProgram)
-                                                                                        HH_CALL(
-                                                                                            execveat,
-                                                                                            without_processes,
-                                                                                            kProgram)};
+    HH_CALL(clone, clone_process, kProcess),
+    HH_CALL(execve, without_processes, kProgram),
+    HH_CALL(execveat, without_processes, kProgram),
+};
+// clang-format on
 #undef HH_CALL
 
 bool matches(const DeniedCall& call, const uint64_t (&args)[6]) {
@@ -180,7 +149,7 @@ int g_violation_fd = -1;
 // the kernel force the signal, and a forced signal that is blocked gets the default action back.
 [[noreturn]] void die_of_sigsys() {
   ::syscall(SYS_ptrace, PTRACE_PEEKDATA, 0, 0, 0);  // in the table: traps
-  ::syscall(SYS_exit_group, 128 + SIGSYS);          // no filter: nothing else ends it as SIGSYS
+  ::syscall(SYS_exit_group, 128 + SIGSYS);          // reached only if no filter trapped it
   __builtin_unreachable();
 }
 
