@@ -4,16 +4,19 @@
 // host sends with each load message (a sealed memfd, never a path), checks the entry symbol as the
 // loader does, creates instances and runs their calls, forwarding every host call the plugin makes
 // back to the host. It links only the plugin ABI headers, the sandbox protocol,
-// the entry check (plugins/entry_check.cpp) and the baseline filter (confine/baseline.cpp).
+// the entry check (plugins/entry_check.cpp) and its confinement (confine/).
 //
-//   hookhost-runner --parent-pid PID [--memory-limit-mb N] [--confine]   serve the host
+//   hookhost-runner --parent-pid PID [--memory-limit-mb N] [--confine POLICY...]   serve the host
 //   hookhost-runner --parent-pid PID --echo            echo every message (benchmark floor)
-// --confine: the baseline seccomp filter before anything else (docs/isolation.md, "Confinement").
+// --confine: apply the capability policy the other arguments carry (--read PATH, --write PATH,
+// --network, --processes, --limit-*: confine/policy.hpp) before anything else, with violation
+// records to descriptor 5 when the host opened it (docs/isolation.md, "Confinement").
+// --memory-limit-mb: RLIMIT_AS for an unconfined runner (a confined one takes --limit-as-mb).
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,14 +24,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "channel.hpp"
-#include "confine/baseline.hpp"
+#include "confine/apply.hpp"
+#include "confine/policy.hpp"
+#include "confine/resource_limits.hpp"
+#include "confine/violation.hpp"
 #include "forwarding.hpp"
 #include "plugins/create_call.hpp"
 #include "plugins/entry_check.hpp"
@@ -66,24 +71,14 @@ constexpr int kExitProtocol = 70;
   ::_exit(status);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-// The address space this process uses now, in bytes (VmSize), or 0.
-uint64_t address_space_in_use() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
-  return 0;
+// Plugin code runs between these: the instance it belongs to goes into violation records.
+void enter_plugin(uint32_t instance) {
+  t_in_call = true;
+  hookhost::confine::set_current_instance(instance);
 }
-#endif
-
-void limit_memory(uint64_t megabytes) {
-  uint64_t bytes = megabytes * 1024 * 1024;
-#if defined(__SANITIZE_ADDRESS__)
-  // ASan reserves terabytes of shadow address space at start: the limit is on top of that.
-  bytes += address_space_in_use();
-#endif
-  const rlimit limit{bytes, bytes};
-  if (::setrlimit(RLIMIT_AS, &limit) != 0) die(kExitUsage, "setrlimit(RLIMIT_AS) failed");
+void leave_plugin() {
+  t_in_call = false;
+  hookhost::confine::set_current_instance(0);
 }
 
 class Runner {
@@ -150,9 +145,10 @@ class Runner {
       const int fd = message.fd.release();
       std::string path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd);
       if (::access(path.c_str(), R_OK) != 0) path = "/proc/self/fd/" + std::to_string(fd);
-      t_in_call = true;  // library constructors run here and might call nothing but themselves
+      // Library constructors run here and might call nothing but themselves.
+      enter_plugin(message.instance);
       library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      t_in_call = false;
+      leave_plugin();
       if (!library) {
         const char* error = ::dlerror();
         libraries_.erase(sha256);
@@ -222,10 +218,10 @@ class Runner {
     hh_hook* hook = nullptr;
     hh_error err;
     hh_error_init(&err);
-    t_in_call = true;
+    enter_plugin(inst.id);
     const hh_status status =
         call_create(*entry, &inst.host, inst.name.c_str(), values, &hook, &err);
-    t_in_call = false;
+    leave_plugin();
     reply.put<int32_t>(status);
     reply.put_text(std::string_view(err.message, ::strnlen(err.message, HH_ERROR_MESSAGE_SIZE)));
     const bool usable =
@@ -258,14 +254,14 @@ class Runner {
 
   // Runs one plugin function the way the in-process tier does, and writes the call_result.
   template <typename Fn>
-  void run_call(Writer& reply, Fn&& fn) {
+  void run_call(Writer& reply, uint32_t instance, Fn&& fn) {
     err_.struct_size = HH_ERROR_SIZE;
     err_.code = 0;
     err_.message[0] = '\0';
     CallEnd end = CallEnd::returned;
     hh_status status = HH_OK;
     std::string what;
-    t_in_call = true;
+    enter_plugin(instance);
     try {
       status = fn(&err_);
     } catch (...) {
@@ -273,7 +269,7 @@ class Runner {
       end = CallEnd::exception;
       what = describe_current_exception("the plugin");
     }
-    t_in_call = false;
+    leave_plugin();
     reply.put<uint8_t>(static_cast<uint8_t>(end));
     reply.put<int32_t>(status);
     reply.put<int32_t>(err_.code);
@@ -289,7 +285,7 @@ class Runner {
   // implement returns HH_OK, as in the host.
   template <typename Fn, typename... Args>
   void call_hook(Writer& reply, Instance& inst, Fn fn, Args... args) {
-    run_call(reply, [&](hh_error* e) { return fn ? fn(inst.hook, args..., e) : HH_OK; });
+    run_call(reply, inst.id, [&](hh_error* e) { return fn ? fn(inst.hook, args..., e) : HH_OK; });
   }
 
   static hh_session_info read_session_info(Reader& in) {
@@ -345,7 +341,8 @@ class Runner {
         const hh_run_values values = before ? hh_run_values{} : read_values(in, &problem);
         if (!in.complete()) break;
         if (!problem.empty()) {
-          run_call(reply, [&](hh_error* e) { return hh_fail(e, HH_ERROR_FATAL, problem.c_str()); });
+          run_call(reply, inst.id,
+                   [&](hh_error* e) { return hh_fail(e, HH_ERROR_FATAL, problem.c_str()); });
         } else if (before) {
           inst.request_open = true;
           call_hook(reply, inst, inst.before_run, &ctx, &inst.request);
@@ -430,13 +427,13 @@ class Runner {
   MessageType destroy(const Message& message, Writer& reply) {
     Instance& inst = instance(message.instance);
     std::string error;
-    t_in_call = true;
+    enter_plugin(message.instance);
     try {
       inst.destroy(inst.hook);
     } catch (...) {
       error = describe_current_exception("destroy()");
     }
-    t_in_call = false;
+    leave_plugin();
     // The Instance stays: a plugin thread that outlives destroy finds it, never freed memory.
     instances_.at(message.instance).release();
     instances_.erase(message.instance);
@@ -468,12 +465,20 @@ int echo() {
 int main(int argc, char** argv) {
   using namespace hookhost::runner;
   // A second line behind the host's spawn, which closes every other descriptor already.
-  ::syscall(SYS_close_range, 5u, ~0u, 0u);
+  // Descriptor 5 is the violation pipe's write end when the host made one.
+  ::syscall(SYS_close_range, 6u, ~0u, 0u);
   long parent = -1;
   uint64_t memory_limit_mb = 0;
   bool echo_mode = false;
   bool confine = false;
+  hookhost::confine::CapabilityPolicy policy;
   for (int i = 1; i < argc; ++i) {
+    std::string policy_error;
+    if (hookhost::confine::parse_runner_arg(argc, argv, &i, &policy, &policy_error)) {
+      if (!policy_error.empty()) die(kExitUsage, policy_error);
+      --i;  // the loop's ++i: parse_runner_arg is past what it read
+      continue;
+    }
     const std::string arg = argv[i];
     if (arg == "--parent-pid" && i + 1 < argc)
       parent = std::strtol(argv[++i], nullptr, 10);
@@ -493,15 +498,29 @@ int main(int argc, char** argv) {
   if (::getppid() != parent) die(kExitOrphaned, "the host process is gone");
   // A plugin's printf reaches the host's log line by line, not when a buffer fills.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  // While this process has one thread and no plugin code: the filter covers everything a plugin
-  // runs. Before the memory limit, which can leave libseccomp too little (ASan's shadow).
-  if (confine)
-    if (const std::string error = hookhost::confine::apply_baseline(); !error.empty())
+  // While this process has one thread and no plugin code: the policy covers everything a plugin
+  // runs. apply_policy sets the memory limit last, since libseccomp needs memory (ASan's shadow).
+  if (confine) {
+    if (policy.limits.address_space_mb == 0) policy.limits.address_space_mb = memory_limit_mb;
+    const int violation_fd = ::fcntl(hookhost::confine::kRunnerViolationFd, F_GETFD) >= 0
+                                 ? hookhost::confine::kRunnerViolationFd
+                                 : -1;
+    if (const std::string error = hookhost::confine::apply_policy(policy, violation_fd);
+        !error.empty())
       std::fprintf(stderr,
                    "hookhost-runner: confinement not applied (%s): this runner's hooks run "
                    "unconfined\n",
                    error.c_str());
-  if (memory_limit_mb > 0) limit_memory(memory_limit_mb);
+  } else {
+    // An unconfined runner's descriptor 5 is nobody's: a plugin's file may take it.
+    ::close(hookhost::confine::kRunnerViolationFd);
+    hookhost::confine::ResourceLimits limits;
+    limits.address_space_mb = memory_limit_mb;
+    if (std::string error =
+            hookhost::confine::set_late_limits(limits, hookhost::confine::address_space_base());
+        !error.empty())
+      die(kExitUsage, error);
+  }
 
   Connection& c = connection();
   c.main =

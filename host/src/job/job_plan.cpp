@@ -203,10 +203,10 @@ void log_confinement(const JobPlan& plan, spdlog::logger& log) {
     return;
   }
   const confine::KernelSupport support = confine::detect_kernel_support();
-  if (support.no_new_privs && support.seccomp_errno)
-    log.info("{}", confine::describe_baseline(support));
+  if (support.no_new_privs && support.seccomp_trap && support.landlock_abi > 0)
+    log.info("{}", confine::describe_confinement(support));
   else
-    log.warn("{}", confine::describe_baseline(support));
+    log.warn("{}", confine::describe_confinement(support));
 }
 
 }  // namespace

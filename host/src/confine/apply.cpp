@@ -1,0 +1,53 @@
+#include "confine/apply.hpp"
+
+#include <errno.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include "confine/kernel_support.hpp"
+#include "confine/landlock.hpp"
+#include "confine/resource_limits.hpp"
+#include "confine/seccomp_filter.hpp"
+#include "confine/violation.hpp"
+
+namespace hookhost::confine {
+namespace {
+
+// Every path of the policy exists now: Landlock binds a rule to what a path names when it is
+// added, and a missing one is the host's mistake whether or not this kernel has Landlock.
+std::string check_paths(const CapabilityPolicy& policy) {
+  for (const auto* paths : {&policy.read, &policy.write})
+    for (const std::string& path : *paths) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0)
+        return "'" + path + "': " + std::strerror(errno) +
+               " (every path of a capability policy must exist when the runner starts)";
+    }
+  return {};
+}
+
+}  // namespace
+
+std::string apply_policy(const CapabilityPolicy& policy, int violation_fd) {
+  if (std::string error = check_paths(policy); !error.empty()) return error;
+  const KernelSupport support = detect_kernel_support();
+  if (!support.seccomp_trap)
+    return "this kernel's seccomp filters cannot trap (Linux 3.5+ with CONFIG_SECCOMP_FILTER is "
+           "needed; run with confine = off to go on unconfined)";
+  if (std::string error = install_violation_reporter(violation_fd); !error.empty()) return error;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return std::string("prctl(PR_SET_NO_NEW_PRIVS): ") + std::strerror(errno) +
+           " (run with confine = off to go on unconfined)";
+  const uint64_t base = address_space_base();
+  if (std::string error = set_early_limits(policy.limits); !error.empty()) return error;
+  CapabilityPolicy with_system = policy;
+  for (std::string& path : system_read_paths()) with_system.read.push_back(std::move(path));
+  if (std::string error = apply_landlock(with_system, support.landlock_abi); !error.empty())
+    return error;
+  if (std::string error = load_seccomp_filter(policy); !error.empty()) return error;
+  return set_late_limits(policy.limits, base);
+}
+
+}  // namespace hookhost::confine
