@@ -78,7 +78,11 @@ SandboxOptions sandbox_options(int64_t confined) {
   }();
   SandboxOptions options;
   options.confine = confined != kUnconfined;
-  if (confined == kPolicy) options.policy = confine::CapabilityPolicy{{}, {own.string()}};
+  if (confined == kPolicy) {
+    confine::CapabilityPolicy policy;
+    policy.write = {own.string()};
+    options.policy = policy;
+  }
   return options;
 }
 

@@ -471,6 +471,7 @@ int main(int argc, char** argv) {
   uint64_t memory_limit_mb = 0;
   bool echo_mode = false;
   bool confine = false;
+  bool confine_required = false;
   hookhost::confine::CapabilityPolicy policy;
   for (int i = 1; i < argc; ++i) {
     std::string policy_error;
@@ -488,6 +489,8 @@ int main(int argc, char** argv) {
       echo_mode = true;
     else if (arg == "--confine")
       confine = true;
+    else if (arg == "--confine-required")
+      confine_required = true;
     else
       die(kExitUsage, "unknown argument '" + arg + "' (this program is started by hookhost)");
   }
@@ -506,11 +509,14 @@ int main(int argc, char** argv) {
                                  ? hookhost::confine::kRunnerViolationFd
                                  : -1;
     if (const std::string error = hookhost::confine::apply_policy(policy, violation_fd);
-        !error.empty())
+        !error.empty()) {
+      // A hook whose config requires its policy never runs without it.
+      if (confine_required) die(kExitUsage, "confinement required but not applied: " + error);
       std::fprintf(stderr,
                    "hookhost-runner: confinement not applied (%s): this runner's hooks run "
                    "unconfined\n",
                    error.c_str());
+    }
   } else {
     // An unconfined runner's descriptor 5 is nobody's: a plugin's file may take it.
     ::close(hookhost::confine::kRunnerViolationFd);

@@ -31,14 +31,14 @@ static inline pid_t hostile_host_pid(void) {
 }
 
 static inline void hostile_say(const hostile* h, const char* text) {
-  char line[512];
+  char line[1500];
   snprintf(line, sizeof line, "hostile: %s", text);
   hh_log(h->host, HH_LOG_INFO, line);
 }
 
 /* Logs what `rc` (a system call's result, errno set when it is -1) means. */
 static inline void hostile_report(const hostile* h, const char* what, long rc) {
-  char text[400];
+  char text[1400];
   if (rc == -1) {
     const int e = errno;
     snprintf(text, sizeof text, "%s: failed: %s (%s)", what, strerrorname_np(e), strerror(e));

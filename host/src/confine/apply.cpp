@@ -42,10 +42,12 @@ std::string apply_policy(const CapabilityPolicy& policy, int violation_fd) {
            " (run with confine = off to go on unconfined)";
   const uint64_t base = address_space_base();
   if (std::string error = set_early_limits(policy.limits); !error.empty()) return error;
-  CapabilityPolicy with_system = policy;
-  for (std::string& path : system_read_paths()) with_system.read.push_back(std::move(path));
-  if (std::string error = apply_landlock(with_system, support.landlock_abi); !error.empty())
-    return error;
+  if (policy.restrict_files) {
+    CapabilityPolicy with_system = policy;
+    for (std::string& path : system_read_paths()) with_system.read.push_back(std::move(path));
+    if (std::string error = apply_landlock(with_system, support.landlock_abi); !error.empty())
+      return error;
+  }
   if (std::string error = load_seccomp_filter(policy); !error.empty()) return error;
   return set_late_limits(policy.limits, base);
 }

@@ -29,6 +29,9 @@ struct CapabilityPolicy {
   std::vector<std::string> write;
   bool network = false;    // sockets other than AF_UNIX, connect, TCP bind
   bool processes = false;  // fork, vfork, clone without CLONE_THREAD, execve, execveat
+  // False: no Landlock, every file the user may reach stays open (`read` and `write` unused): the
+  // seccomp filter alone, for a runner an embedder starts without a policy.
+  bool restrict_files = true;
   ResourceLimits limits;
 
   bool operator==(const CapabilityPolicy&) const = default;
@@ -38,7 +41,8 @@ struct CapabilityPolicy {
 // and C++ runtimes' files.
 std::vector<std::string> system_read_paths();
 
-// The runner's command-line arguments that carry `policy` ("--read", PATH, ..., "--network", ...),
+// The runner's command-line arguments that carry `policy` ("--read", PATH, ..., "--network", ...,
+// "--files-open"),
 // and the reading of them: parse_runner_arg consumes argv[*i] (and the value after it), advancing
 // *i past what it read, and returns false when argv[*i] is not one of them; a malformed value sets
 // *error.

@@ -129,7 +129,7 @@ void RunnerGroup::spawn() {
         confine::not_enforced(*options_.policy, confine::detect_kernel_support());
     if (!missing.empty())
       throw std::runtime_error("cannot start the sandbox: confine = required, but this kernel "
-                               "cannot enforce " + join(missing, ", ") +
+                               "cannot enforce " + hookhost::join(missing, ", ") +
                                "; run the job on a kernel that can, or set confine = sandboxed "
                                "for this hook");
   }
@@ -150,7 +150,15 @@ void RunnerGroup::spawn() {
     if (options_.memory_limit_mb > 0)
       spec.args.insert(spec.args.end(),
                        {"--memory-limit-mb", std::to_string(options_.memory_limit_mb)});
-    if (options_.confine) spec.args.push_back("--confine-baseline");
+    if (options_.confine) {
+      // No policy: the seccomp filter alone, files, the network and processes open.
+      confine::CapabilityPolicy baseline;
+      baseline.network = baseline.processes = true;
+      baseline.restrict_files = false;
+      spec.args.push_back("--confine");
+      const std::vector<std::string> args = confine::runner_args(baseline);
+      spec.args.insert(spec.args.end(), args.begin(), args.end());
+    }
   }
   spec.fds = {-1, out_write.get(), err_write.get(), runner_end.get(), side_runner_end.get()};
   static_assert(kRunnerChannelFd == 3 && kRunnerSideChannelFd == 4);
