@@ -514,6 +514,11 @@ TEST(ElfNoteDescriptor, RefusesAPathCutByANulByte) {
   NoteReadResult r = parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 1, 2, text));
   EXPECT_FALSE(r.metadata);
   EXPECT_THAT(r.error, AllOf(HasSubstr("line 4 (needs.read=in...)"), HasSubstr("NUL byte")));
+  r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 2, std::string(kGoodHeader) + "needs.processes=1" + '\0' + "x\n"));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, AllOf(HasSubstr("line 4 (needs.processes=1...)"),
+                             HasSubstr("a NUL byte cuts the line short")));
   // A NUL that ends the text, followed only by padding, is the terminator.
   r = parse_note_descriptor(descriptor(
       HH_NOTE_FORMAT, 1, 2, std::string(kGoodHeader) + "needs.read=in\n" + std::string(3, '\0')));

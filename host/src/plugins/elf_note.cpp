@@ -373,8 +373,11 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
   for (std::string_view line : lines) {
     ++line_no;
     if (cut_short && line_no == lines.size() && line.starts_with("needs.")) {
+      const bool path_line = line.starts_with("needs.read=") || line.starts_with("needs.write=");
       return fail("bad needs in the hookhost note: line " + std::to_string(line_no) + " (" +
-                  printable(line) + "...): the path contains a NUL byte" + needs_fix_advice());
+                  printable(line) + "...): " +
+                  (path_line ? "the path contains a NUL byte" : "a NUL byte cuts the line short") +
+                  needs_fix_advice());
     }
     if (line.empty()) continue;  // the text ends with '\n'
     std::size_t eq = line.find('=');
