@@ -1,7 +1,7 @@
-// The compatibility guard: plugins built against the frozen ABI 1.0 and 1.1 headers
-// (tests/abi/v1.0/, tests/abi/v1.1/) run through full lifecycles in today's host, state saved and
-// restored included. The 1.1 C plugin also fails its begin unless hh.job/1 and hh.dist/1 are
-// offered at their 1.1 sizes.
+// The compatibility guard: plugins built against the frozen ABI 1.0, 1.1 and 1.2 headers
+// (tests/abi/v1.0/, v1.1/, v1.2/) run through full lifecycles in today's host, state saved and
+// restored included. The 1.1 and 1.2 C plugins also fail their begin unless hh.job/1 and hh.dist/1
+// are offered at their 1.1 sizes; the 1.2 ones declare needs, which change nothing unconfined.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -48,7 +48,7 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
 
 INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi,
                          ::testing::Values("frozen_v1_0_c", "frozen_v1_0_cxx", "frozen_v1_1_c",
-                                           "frozen_v1_1_cxx"));
+                                           "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx"));
 
 // A note written with HH_PLUGIN_NOTE beside a hand-built entry (no HH_PLUGIN_DEFINE) is discovered
 // with its metadata, and the plugin loads and runs.
@@ -69,6 +69,18 @@ TEST(HandWrittenNote, IsDiscoveredAndThePluginRuns) {
   PluginHarness h({}, {"hand_note"});
   h.workload.script().end_of_data_step = 3;
   h.add("by_hand", "hand_note", {{"threshold", "0.25"}});
+  EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+}
+
+// Needs are the note's alone, like placement: a hand-written note that declares them still agrees
+// with an entry that cannot say them, so the plugin loads and runs.
+TEST(HandWrittenNote, DeclaresNeedsTheEntryCannotSayAndStillLoads) {
+  PluginHarness h({}, {"needs_hand_note"});
+  const std::shared_ptr<const LoadedPlugin> plugin = h.plugin("needs_hand_note");
+  EXPECT_EQ(plugin->metadata().needs, (PluginNeeds{{}, {"exports/"}, {"models"}, {}, false, true}));
+  EXPECT_TRUE(metadata_from_entry(plugin->entry()).needs.empty());
+  h.workload.script().end_of_data_step = 2;
+  h.add("by_hand", "needs_hand_note", {{"models", "a.bin,b.bin"}});
   EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
 }
 

@@ -243,6 +243,39 @@ TEST_F(CliTest, DescribeShowsTheSchema) {
   EXPECT_THAT(missing.err, HasSubstr("no plugin with id 'no_such'"));
 }
 
+// What a confined hook of the plugin may touch beyond its run folder, from the note's needs.*.
+TEST_F(CliTest, DescribeShowsWhatAConfinedHookNeeds) {
+  const fs::path extra = dir_ / "extra";
+  fs::create_directories(extra);
+  copy_plugin(fixture_plugin("frozen_v1_2_c"), extra);
+  copy_plugin(fixture_plugin("frozen_v1_2_cxx"), extra);
+  ProcessResult r = run({"plugins", "describe", "frozen_v1_2_c", "--plugin-dir", extra.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\n  needs (when confined): read vocab/words.txt, /usr/share/dict, "
+                               "the paths parameter 'inputs' names; write exports, the paths "
+                               "parameter 'trace' names; network\n  ABI: 1.2\n"));
+  r = run({"plugins", "describe", "frozen_v1_2_cxx", "--plugin-dir", extra.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\n  needs (when confined): read the paths parameter 'model' names; "
+                               "write the paths parameter 'trace' names; processes\n"));
+  r = run({"plugins", "describe", "history_saver"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("\n  needs (when confined): write the paths parameter 'path' names\n"));
+  r = run({"plugins", "describe", "stop_at_step"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\n  needs (when confined): only its run folder\n"));
+}
+
+TEST_F(CliTest, PluginsListNamesTheFileAndTheLineOfABadNeed) {
+  const fs::path extra = dir_ / "extra";
+  fs::create_directories(extra);
+  const fs::path file = copy_plugin(fixture_plugin("needs_nul_path"), extra);
+  ProcessResult r = run({"plugins", "list", "--plugin-dir", extra.string()});
+  EXPECT_THAT(r.out + r.err, AllOf(HasSubstr(file.string()), HasSubstr("line 4 (needs.read=in...)"),
+                                   HasSubstr("NUL byte")));
+}
+
 // ---- running jobs ----------------------------------------------------------------------------
 
 const char* const kTrainingJob = R"([run]

@@ -179,5 +179,53 @@ TEST(DocExamples, EveryIniBlockPassesRunCheck) {
   }
 }
 
+// The first ```c block after `heading` in `doc`, or "" when there is none.
+std::string c_block_after(const fs::path& doc, const std::string& heading) {
+  const std::string text = read_file(doc);
+  const std::size_t at = text.find("\n" + heading + "\n");
+  if (at == std::string::npos) return {};
+  const std::size_t open = text.find("\n```c\n", at);
+  if (open == std::string::npos) return {};
+  const std::size_t body = open + 6;
+  const std::size_t close = text.find("\n```\n", body);
+  return close == std::string::npos ? std::string() : text.substr(body, close - body + 1);
+}
+
+// writing-a-plugin.md's example of declared needs is a whole plugin: built from the doc's text as
+// an author builds it, its note says what the doc says, and a job runs it.
+TEST(DocExamples, TheDeclaredNeedsExampleBuildsDescribesAndRuns) {
+  const std::string source = c_block_after(source_dir() / "docs" / "writing-a-plugin.md",
+                                           "## Declaring what your hook needs when confined");
+  ASSERT_THAT(source, HasSubstr("HH_PLUGIN_NEEDS")) << "the section or its ```c block is gone";
+  TempDir dir;
+  fs::create_directories(dir / "plugins");
+  write_file(dir / "loss_file.c", source);
+  const ProcessResult cc =
+      Process({"-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+               "-I" HOOKHOST_SOURCE_DIR "/plugin_api/include", "-o",
+               (dir / "plugins" / "loss_file.so").string(), (dir / "loss_file.c").string()},
+              dir.path(), {}, HOOKHOST_C_COMPILER)
+          .wait();
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+
+  const ProcessResult describe =
+      run_hookhost({"plugins", "describe", "loss_file", "--plugin-dir", "plugins"}, dir.path());
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_THAT(describe.out, HasSubstr("\n  needs (when confined): read the paths parameter "
+                                      "'header' names; write the paths parameter 'path' names\n"));
+
+  write_file(dir / "header.txt", "step,loss\n");
+  write_file(dir / "job.ini",
+             "[run]\nplugin_dir = plugins\nrun_dir = run\n[workload]\nname = linreg\nepochs = 1\n"
+             "batch_size = 8\n[hook.losses]\nplugin = loss_file\npath = losses.csv\n"
+             "header = header.txt\n");
+  const ProcessResult run = run_hookhost({"run", "--config", "job.ini"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<std::string> lines = lines_of(read_file(dir / "run" / "losses.csv"));
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "step,loss");
+  EXPECT_THAT(lines[1], ::testing::MatchesRegex("[0-9]+,[-0-9.e+]+"));
+}
+
 }  // namespace
 }  // namespace hookhost::testing

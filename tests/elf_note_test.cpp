@@ -20,6 +20,17 @@ void PrintTo(const ParamSpec& p, std::ostream* os) {
   *os << "{" << p.name << ", " << param_type_name(p.type) << ", flag " << static_cast<int>(p.flag)
       << ", default '" << p.default_value << "', help '" << p.help << "'}";
 }
+void PrintTo(const PluginNeeds& n, std::ostream* os) {
+  auto list = [os](const char* key, const std::vector<std::string>& items) {
+    for (const std::string& item : items) *os << key << "=" << item << " ";
+  };
+  *os << "{ ";
+  list("read", n.read);
+  list("write", n.write);
+  list("read.param", n.read_params);
+  list("write.param", n.write_params);
+  *os << (n.network ? "network " : "") << (n.processes ? "processes " : "") << "}";
+}
 
 namespace {
 
@@ -393,6 +404,218 @@ TEST(ElfNote, RefusesAFileWhoseNoteDeclaresAnUnknownPlacement) {
   EXPECT_FALSE(r.metadata);
   EXPECT_THAT(r.error, AllOf(HasSubstr("line 4 says placement=everywhere"), HasSubstr("'chief'"),
                              HasSubstr("'all'")));
+}
+
+// ---- needs.* lines (ABI 1.2) ----------------------------------------------------------------
+// PluginNeeds{read, write, read_params, write_params, network, processes} below.
+
+constexpr const char* kNeedsParams =
+    "param=script\tSTRING\tOPTIONAL\t\tthe script\n"
+    "param=inputs\tSTRING_LIST\tDEFAULT\ta.txt,b.txt\tfiles to read\n"
+    "param=every\tINT\tDEFAULT\t1\thow often\n"
+    "param=ratio\tFLOAT\tOPTIONAL\t\ta ratio\n"
+    "param=verbose\tBOOL\tDEFAULT\tfalse\tlog more\n";
+
+NoteReadResult needs_note(const std::string& needs_lines) {
+  return parse_note_descriptor(
+      descriptor(HH_NOTE_FORMAT, 1, 2, std::string(kGoodHeader) + kNeedsParams + needs_lines));
+}
+
+// The error for `needs_lines` after the header (3 lines) and kNeedsParams (5 lines).
+std::string needs_error(const std::string& needs_lines) {
+  NoteReadResult r = needs_note(needs_lines);
+  EXPECT_FALSE(r.metadata) << "accepted: " << needs_lines;
+  return r.error;
+}
+
+TEST(ElfNoteDescriptor, ReadsEveryNeedsKeyInNoteOrderWithRepeats) {
+  NoteReadResult r = needs_note(
+      "needs.read=/usr/share/dict\n"
+      "needs.write=exports\n"
+      "needs.read=vocab/words.txt\n"
+      "needs.read.param=script\n"
+      "needs.write.param=inputs\n"
+      "needs.read.param=inputs\n"
+      "needs.write=/tmp/out.csv\n"
+      "needs.read=./here\n"
+      "needs.network=1\n"
+      "needs.processes=1\n");
+  ASSERT_TRUE(r.metadata) << r.error;
+  const PluginNeeds& n = r.metadata->needs;
+  EXPECT_EQ(n.read, (std::vector<std::string>{"/usr/share/dict", "vocab/words.txt", "./here"}));
+  EXPECT_EQ(n.write, (std::vector<std::string>{"exports", "/tmp/out.csv"}));
+  EXPECT_EQ(n.read_params, (std::vector<std::string>{"script", "inputs"}));
+  EXPECT_EQ(n.write_params, (std::vector<std::string>{"inputs"}));
+  EXPECT_TRUE(n.network);
+  EXPECT_TRUE(n.processes);
+  EXPECT_FALSE(n.empty());
+}
+
+TEST(ElfNoteDescriptor, ANoteWithoutNeedsNeedsNothingAndEachFlagStandsAlone) {
+  NoteReadResult none = needs_note("");
+  ASSERT_TRUE(none.metadata) << none.error;
+  EXPECT_TRUE(none.metadata->needs.empty());
+
+  NoteReadResult network = needs_note("needs.network=1\n");
+  ASSERT_TRUE(network.metadata) << network.error;
+  EXPECT_EQ(network.metadata->needs, (PluginNeeds{{}, {}, {}, {}, true, false}));
+  NoteReadResult processes = needs_note("needs.processes=1\n");
+  ASSERT_TRUE(processes.metadata) << processes.error;
+  EXPECT_EQ(processes.metadata->needs, (PluginNeeds{{}, {}, {}, {}, false, true}));
+}
+
+TEST(ElfNoteDescriptor, SkipsNeedsKeysALaterMinorMayAdd) {
+  NoteReadResult r = needs_note(
+      "needs.gpu=1\nneeds.read.glob=*.txt\nneeds.=x\nneeds.networks=2\nneeds.read=kept\n");
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->needs, (PluginNeeds{{"kept"}, {}, {}, {}, false, false}));
+}
+
+TEST(ElfNoteDescriptor, RefusesABadNeedsPathNamingTheLine) {
+  struct Case {
+    std::string line;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"needs.read=", "the path is empty"},
+      {"needs.write=", "the path is empty"},
+      {"needs.read=..", "'..' component"},
+      {"needs.read=../secrets", "'..' component"},
+      {"needs.write=out/../../etc", "'..' component"},
+      {"needs.write=/var/..", "'..' component"},
+      {"needs.read=/a/../b", "'..' component"},
+  };
+  for (const Case& c : cases) {
+    const std::string error = needs_error(c.line + "\n");
+    EXPECT_THAT(error, AllOf(HasSubstr("bad needs in the hookhost note"), HasSubstr("line 9 ("),
+                             HasSubstr(c.says), HasSubstr("HH_PLUGIN_NEEDS"), HasSubstr("rebuild")))
+        << c.line;
+  }
+  // Dots that are not a ".." component are names like any other.
+  NoteReadResult r = needs_note("needs.read=..hidden\nneeds.read=a..b/c..\nneeds.write=./.\n");
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->needs.read, (std::vector<std::string>{"..hidden", "a..b/c.."}));
+}
+
+TEST(ElfNoteDescriptor, TakesAPathOfTheLongestLengthAndRefusesOneByteMore) {
+  const std::string longest = "/" + std::string(4094, 'p');
+  NoteReadResult r = needs_note("needs.write=" + longest + "\nneeds.read=" + longest + "\n");
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->needs.write, std::vector<std::string>{longest});
+  EXPECT_EQ(r.metadata->needs.read, std::vector<std::string>{longest});
+  EXPECT_THAT(needs_error("needs.read=" + longest + "p\n"),
+              AllOf(HasSubstr("line 9"), HasSubstr("4096 bytes, longer than the 4095")));
+}
+
+TEST(ElfNoteDescriptor, RefusesAPathCutByANulByte) {
+  // The text ends at the first NUL; what the macro wrote after it is not padding.
+  const std::string text =
+      std::string(kGoodHeader) + "needs.read=in" + std::string(1, '\0') + "put\nneeds.network=1\n";
+  NoteReadResult r = parse_note_descriptor(descriptor(HH_NOTE_FORMAT, 1, 2, text));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, AllOf(HasSubstr("line 4 (needs.read=in...)"), HasSubstr("NUL byte")));
+  r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 2, std::string(kGoodHeader) + "needs.processes=1" + '\0' + "x\n"));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, AllOf(HasSubstr("line 4 (needs.processes=1...)"),
+                             HasSubstr("a NUL byte cuts the line short")));
+  // A NUL that ends the text, followed only by padding, is the terminator.
+  r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 2, std::string(kGoodHeader) + "needs.read=in\n" + std::string(3, '\0')));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->needs.read, std::vector<std::string>{"in"});
+}
+
+TEST(ElfNoteDescriptor, RefusesAParamNeedNamingNoStringParameter) {
+  for (const std::string key : {"needs.read.param", "needs.write.param"}) {
+    EXPECT_THAT(needs_error(key + "=nope\n"),
+                AllOf(HasSubstr("line 9 (" + key + "=nope)"),
+                      HasSubstr("'nope' is not a parameter of the plugin")));
+    EXPECT_THAT(needs_error(key + "=\n"), HasSubstr("the parameter name is empty"));
+    for (const auto& [name, type] :
+         {std::pair{"every", "int"}, {"ratio", "float"}, {"verbose", "bool"}}) {
+      EXPECT_THAT(needs_error(key + "=" + name + "\n"),
+                  AllOf(HasSubstr("line 9"), HasSubstr(std::string("parameter '") + name +
+                                                       "' is a " + type + ", not a string")))
+          << key << " " << name;
+    }
+  }
+  // A hand-written note may name the parameter before declaring it.
+  NoteReadResult r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 2,
+      std::string(kGoodHeader) + "needs.write.param=out\nparam=out\tSTRING\tOPTIONAL\t\tout\n"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->needs.write_params, std::vector<std::string>{"out"});
+}
+
+TEST(ElfNoteDescriptor, RefusesASecondNetworkOrProcessesLineAndAnyValueButOne) {
+  for (const std::string key : {"needs.network", "needs.processes"}) {
+    EXPECT_THAT(needs_error(key + "=1\n" + key + "=1\n"),
+                AllOf(HasSubstr("line 10"), HasSubstr("a second " + key + " line")));
+    for (const std::string value : {"0", "", "true", "yes", "1 ", " 1", "01", "2"}) {
+      EXPECT_THAT(needs_error(key + "=" + value + "\n"),
+                  AllOf(HasSubstr("line 9 (" + key + "=" + value + ")"),
+                        HasSubstr("the value must be exactly 1")))
+          << key << "=" << value;
+    }
+  }
+}
+
+TEST(ElfNote, ReadsTheNeedsTheMacrosWriteFromCAndFromTheCxxSdk) {
+  NoteReadResult c = read_plugin_note(fixture_plugin("frozen_v1_2_c"));  // HH_PLUGIN_DEFINE, C99
+  ASSERT_TRUE(c.metadata) << c.error;
+  EXPECT_EQ(c.metadata->abi_minor, 2u);
+  EXPECT_EQ(c.metadata->needs, (PluginNeeds{{"vocab/words.txt", "/usr/share/dict"},
+                                            {"exports"},
+                                            {"inputs"},
+                                            {"trace"},
+                                            true,
+                                            false}));
+  NoteReadResult cxx = read_plugin_note(fixture_plugin("frozen_v1_2_cxx"));  // HOOKHOST_PLUGIN
+  ASSERT_TRUE(cxx.metadata) << cxx.error;
+  EXPECT_EQ(cxx.metadata->needs, (PluginNeeds{{}, {}, {"model"}, {"trace"}, false, true}));
+  NoteReadResult hand = read_plugin_note(fixture_plugin("needs_hand_note"));  // HH_PLUGIN_NOTE
+  ASSERT_TRUE(hand.metadata) << hand.error;
+  EXPECT_EQ(hand.metadata->needs, (PluginNeeds{{}, {"exports/"}, {"models"}, {}, false, true}));
+  // Headers from before 1.2 write none.
+  for (const char* id : {"frozen_v1_0_c", "frozen_v1_1_cxx", "good_c"}) {
+    NoteReadResult r = read_plugin_note(fixture_plugin(id));
+    ASSERT_TRUE(r.metadata) << id << ": " << r.error;
+    EXPECT_TRUE(r.metadata->needs.empty()) << id;
+  }
+}
+
+TEST(ElfNote, RefusesAFileWhoseNeedsPathHoldsANulByte) {
+  NoteReadResult r = read_plugin_note(fixture_plugin("needs_nul_path"));
+  EXPECT_FALSE(r.metadata);
+  EXPECT_THAT(r.error, AllOf(HasSubstr("(needs.read=in...)"), HasSubstr("NUL byte")));
+}
+
+TEST(ElfNote, EveryBuiltInDeclaresWhatItTouchesItself) {
+  const std::vector<std::pair<std::string, PluginNeeds>> cases = {
+      {"history_saver", {{}, {}, {}, {"path"}, false, false}},
+      {"lifecycle_trace", {{}, {}, {}, {"path"}, false, false}},
+      {"time_limit", {{}, {}, {"stop_file"}, {}, false, false}},
+      // checkpoints and summaries are written by the host's services
+      {"checkpoint_saver", {}},
+      {"summary_saver", {}},
+      {"step_counter", {}},
+      {"early_stopping", {}},
+      {"global_step_waiter", {}},
+      {"logging_tensor", {}},
+      {"loss_threshold", {}},
+      {"nan_tensor", {}},
+      {"progress_bar", {}},
+      {"stop_at_step", {}}};
+  for (const auto& [id, needs] : cases) {
+    NoteReadResult r = read_plugin_note(builtin_plugin(id));
+    ASSERT_TRUE(r.metadata) << id << ": " << r.error;
+    EXPECT_EQ(r.metadata->needs, needs) << id;
+  }
+  if (!fs::exists(builtin_plugin("python_hook"))) GTEST_SKIP() << "python_hook is not built";
+  NoteReadResult py = read_plugin_note(builtin_plugin("python_hook"));
+  ASSERT_TRUE(py.metadata) << py.error;
+  EXPECT_EQ(py.metadata->needs, (PluginNeeds{{}, {}, {"script", "python_path"}, {}, false, false}));
 }
 
 TEST(ElfNoteDescriptor, RejectsShortDescriptor) {

@@ -57,6 +57,15 @@ TEST_P(NewCommandTest, RenamesTheHookInPathsAndText) {
   if (GetParam() == "cpp") {
     EXPECT_NE(files.at(source).find("class LossGuard"), std::string::npos);
   }
+  // It shows how a hook declares what it needs when confined, in a comment: it needs nothing.
+  const std::string shown = "#define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path) HH_NEEDS_NETWORK";
+  const std::string& text = files.at(source);
+  const std::size_t at = text.find(shown);
+  ASSERT_NE(at, std::string::npos) << source;
+  const std::size_t line_start = text.rfind('\n', at) + 1;
+  const std::string before = text.substr(line_start, at - line_start);
+  EXPECT_TRUE(before == "// " || before == " *   ") << "not commented out: '" << before << "'";
+  EXPECT_EQ(text.find(shown, at + 1), std::string::npos);
 }
 
 // What a project needs before its first commit: its build output and its job's runs ignored.

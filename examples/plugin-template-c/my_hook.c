@@ -4,7 +4,13 @@
  *
  * Everything a C author needs is in <hookhost/hookhost.h> (C99): start an hh_hook from the no-op
  * defaults (hh_hook_init), set the callbacks you need and destroy, describe the parameters once
- * with HH_PLUGIN_DEFINE, and report failures by returning a status with hh_fail. */
+ * with HH_PLUGIN_DEFINE, and report failures by returning a status with hh_fail.
+ *
+ * Confined (isolation = process), a hook reads only the system's runtime and writes only its run
+ * folder unless it declares more, before the first #include (docs/writing-a-plugin.md, "Declaring
+ * what your hook needs when confined"). This one needs nothing more; one that writes the file a
+ * `path` parameter names and talks to a server would say:
+ *   #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path) HH_NEEDS_NETWORK */
 #include <hookhost/hookhost.h>
 #include <stdio.h>
 #include <stdlib.h>

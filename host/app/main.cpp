@@ -399,6 +399,27 @@ std::string flag_text(const ParamSpec& p) {
   return "";
 }
 
+// The note's needs.* lines in words: what a confined hook of the plugin may touch beyond the
+// system's runtime and its run folder.
+std::string needs_text(const PluginNeeds& needs) {
+  if (needs.empty()) return "only its run folder";
+  auto access = [](const char* verb, const std::vector<std::string>& paths,
+                   const std::vector<std::string>& params) {
+    std::vector<std::string> items;
+    for (const std::string& path : paths) items.push_back(display_text(path));
+    for (const std::string& param : params)
+      items.push_back("the paths parameter '" + display_text(param) + "' names");
+    return items.empty() ? std::string() : verb + join(items, ", ");
+  };
+  std::vector<std::string> parts;
+  for (std::string part : {access("read ", needs.read, needs.read_params),
+                           access("write ", needs.write, needs.write_params)})
+    if (!part.empty()) parts.push_back(std::move(part));
+  if (needs.network) parts.emplace_back("network");
+  if (needs.processes) parts.emplace_back("processes");
+  return join(parts, "; ");
+}
+
 int cmd_plugins(const std::vector<std::string>& args) {
   po::options_description desc(
       "Usage:\n  hookhost plugins list [--plugin-dir DIR]...\n"
@@ -491,11 +512,11 @@ int cmd_plugins(const std::vector<std::string>& args) {
                                             : " (declared by the plugin: every rank") +
         " of a distributed job; a section's ranks = overrides it)";
     std::printf(
-        "%s %s - %s\n  file: %s\n  placement: %s\n  ABI: %u.%u\n  process-wide calls: "
-        "%s\n\nParameters:\n",
+        "%s %s - %s\n  file: %s\n  placement: %s\n  needs (when confined): %s\n  ABI: %u.%u\n"
+        "  process-wide calls: %s\n\nParameters:\n",
         display_text(m.id).c_str(), display_text(m.version).c_str(),
         display_text(m.description).c_str(), display_text(p->file.string()).c_str(),
-        placement.c_str(), m.abi_major, m.abi_minor, calls.c_str());
+        placement.c_str(), needs_text(m.needs).c_str(), m.abi_major, m.abi_minor, calls.c_str());
     if (m.params.empty()) std::printf("  (none)\n");
     for (const auto& param : m.params)
       std::printf("  %-18s %-12s %-12s %s\n", display_text(param.name).c_str(),

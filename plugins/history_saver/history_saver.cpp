@@ -10,6 +10,9 @@
 // a job killed before it wrote them and resumed from that checkpoint writes them then, and the
 // steps after the checkpoint run again and record their own rows, so the file ends with the rows
 // an uninterrupted job leaves.
+// Confined, it writes the CSV file its path parameter names (default: history.csv in its run
+// folder).
+#define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,6 +1,9 @@
 // lifecycle_trace: appends one JSON object per lifecycle call to a file (JSON Lines), so an author
 // can see exactly which calls a hook received, in which order, with which steps and values.
 // Format: docs/lifecycle-trace.md.
+// Confined, it writes the trace file its path parameter names (default: trace.jsonl in its run
+// folder).
+#define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
 #include <fcntl.h>
 #include <unistd.h>
 

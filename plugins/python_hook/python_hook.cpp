@@ -4,6 +4,10 @@
 // GIL only while it runs. The Python side (the `hookhost` package, compiled in) holds the API
 // classes and the lifecycle calls that run once; this file runs before_run and after_run itself,
 // with the CPython and NumPy C APIs, because they run every step.
+// Confined, it reads the hook's script and the folders on its python_path; a `module` is found on
+// those or on the interpreter's own path, part of the system's runtime. The `hookhost` Python
+// package is compiled in: no file of it is read.
+#define HH_PLUGIN_NEEDS HH_NEEDS_READ_PARAM(script) HH_NEEDS_READ_PARAM(python_path)
 #include <dlfcn.h>
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>

@@ -2,6 +2,8 @@
 // max_secs of wall-clock time (counted across resumes: the time used is kept in the hook's saved
 // state, which checkpoints carry, so a killed job loses the time run since its last checkpoint) or
 // once stop_file exists. Both are checked after every step.
+// Confined, it looks for the stop file its stop_file parameter names.
+#define HH_PLUGIN_NEEDS HH_NEEDS_READ_PARAM(stop_file)
 #include <chrono>
 #include <cmath>
 #include <cstdint>

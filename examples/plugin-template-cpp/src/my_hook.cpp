@@ -2,6 +2,12 @@
 // value so far; after the first step whose value falls below `stop_below` it asks the job to stop.
 // The best value is the hook's state: saved with every checkpoint, so a resumed job remembers it,
 // and read again after a session recovery, which puts every state back to its checkpoint.
+//
+// Confined (isolation = process), a hook reads only the system's runtime and writes only its run
+// folder unless it declares more, before the first #include (docs/writing-a-plugin.md, "Declaring
+// what your hook needs when confined"). This one needs nothing more; one that writes the file a
+// `path` parameter names and talks to a server would say:
+// #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path) HH_NEEDS_NETWORK
 #include <cmath>
 #include <cstdio>
 #include <hookhost/hook.hpp>

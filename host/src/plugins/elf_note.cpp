@@ -233,6 +233,77 @@ std::string parse_param(std::string_view value, std::size_t line_no, PluginMetad
   return {};
 }
 
+// Longer paths than the kernel takes (PATH_MAX, with its NUL) can name nothing.
+constexpr std::size_t kMaxNeedsPath = 4095;
+
+std::string needs_fix_advice() {
+  return " — fix the plugin's HH_PLUGIN_NEEDS (or the needs.* lines of its HH_PLUGIN_NOTE) and "
+         "rebuild it";
+}
+
+// Returns an error text, or empty when `path` may be declared by a needs.read/needs.write line.
+std::string check_needs_path(std::string_view path) {
+  if (path.empty()) return "the path is empty";
+  if (path.find('\0') != std::string_view::npos) return "the path contains a NUL byte";
+  if (path.size() > kMaxNeedsPath) {
+    return "the path is " + std::to_string(path.size()) + " bytes, longer than the " +
+           std::to_string(kMaxNeedsPath) + " a path may have";
+  }
+  for (std::string_view part : split(path, '/')) {
+    if (part == "..") {
+      return "the path '" + printable(path) +
+             "' has a '..' component: name the folder itself, absolute or below the base folder";
+    }
+  }
+  return {};
+}
+
+// A needs.*.param line, checked once every param line is read (a hand-written note may list it
+// before the parameter).
+struct NeedsParamLine {
+  std::size_t line_no;
+  std::string_view key;
+  std::string_view name;
+};
+
+std::string check_needs_param(const NeedsParamLine& line, const PluginMetadata& m) {
+  const ParamSpec* p = m.find_param(std::string(line.name));
+  if (!p) {
+    return "'" + printable(line.name) +
+           "' is not a parameter of the plugin (name one of its param= lines)";
+  }
+  if (p->type != HH_PARAM_TYPE_STRING && p->type != HH_PARAM_TYPE_STRING_LIST) {
+    return "parameter '" + p->name + "' is a " + param_type_name(p->type) +
+           ", not a string or string list, so it names no path";
+  }
+  return {};
+}
+
+// Reads one needs.* line into `needs`; returns an error text, or empty. Keys this host does not
+// know are skipped: a later minor may add them.
+std::string parse_needs(std::string_view key, std::string_view value, std::size_t line_no,
+                        PluginNeeds* needs, std::vector<NeedsParamLine>* param_lines,
+                        bool* have_network, bool* have_processes) {
+  const std::string where =
+      "line " + std::to_string(line_no) + " (" + printable(key) + "=" + printable(value) + "): ";
+  if (key == "needs.read" || key == "needs.write") {
+    if (std::string error = check_needs_path(value); !error.empty()) return where + error;
+    (key == "needs.read" ? needs->read : needs->write).emplace_back(value);
+  } else if (key == "needs.read.param" || key == "needs.write.param") {
+    if (value.empty()) return where + "the parameter name is empty";
+    param_lines->push_back({line_no, key, value});
+    (key == "needs.read.param" ? needs->read_params : needs->write_params).emplace_back(value);
+  } else if (key == "needs.network" || key == "needs.processes") {
+    const bool network = key == "needs.network";
+    bool* seen = network ? have_network : have_processes;
+    if (*seen) return where + "a second " + std::string(key) + " line (it may appear once)";
+    *seen = true;
+    if (value != "1") return where + "the value must be exactly 1 (the line is left out for no)";
+    (network ? needs->network : needs->processes) = true;
+  }
+  return {};
+}
+
 }  // namespace
 
 NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
@@ -290,12 +361,24 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
                         descriptor.size() - header_size);
   std::size_t nul = text.find('\0');
   if (nul == std::string_view::npos) return malformed("text is not NUL-terminated");
-  text = text.substr(0, nul);  // what follows is alignment padding
+  // What follows is alignment padding, all NUL, unless a NUL inside a line cut the text short.
+  const bool cut_short = text.find_first_not_of('\0', nul) != std::string_view::npos;
+  text = text.substr(0, nul);
 
   bool have_id = false, have_version = false, have_description = false, have_placement = false;
+  bool have_network = false, have_processes = false;
+  std::vector<NeedsParamLine> needs_param_lines;
+  const std::vector<std::string_view> lines = split(text, '\n');
   std::size_t line_no = 0;
-  for (std::string_view line : split(text, '\n')) {
+  for (std::string_view line : lines) {
     ++line_no;
+    if (cut_short && line_no == lines.size() && line.starts_with("needs.")) {
+      const bool path_line = line.starts_with("needs.read=") || line.starts_with("needs.write=");
+      return fail("bad needs in the hookhost note: line " + std::to_string(line_no) + " (" +
+                  printable(line) + "...): " +
+                  (path_line ? "the path contains a NUL byte" : "a NUL byte cuts the line short") +
+                  needs_fix_advice());
+    }
     if (line.empty()) continue;  // the text ends with '\n'
     std::size_t eq = line.find('=');
     if (eq == std::string_view::npos) {
@@ -339,12 +422,24 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
     } else if (key == "param") {
       std::string error = parse_param(value, line_no, &m);
       if (!error.empty()) return malformed(error);
+    } else if (key.starts_with("needs.")) {
+      std::string error = parse_needs(key, value, line_no, &m.needs, &needs_param_lines,
+                                      &have_network, &have_processes);
+      if (!error.empty())
+        return fail("bad needs in the hookhost note: " + error + needs_fix_advice());
     }
     // Other keys are skipped: a later ABI minor may add lines.
   }
   if (!have_id) return malformed("no id= line");
   if (!have_version) return malformed("no version= line");
   if (!have_description) return malformed("no description= line");
+  for (const NeedsParamLine& line : needs_param_lines) {
+    if (std::string error = check_needs_param(line, m); !error.empty()) {
+      return fail("bad needs in the hookhost note: line " + std::to_string(line.line_no) + " (" +
+                  std::string(line.key) + "=" + printable(line.name) + "): " + error +
+                  needs_fix_advice());
+    }
+  }
   return {std::move(m), {}};
 }
 

@@ -129,13 +129,32 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *   bytes given to state_put change meaning; state_info then reports the older version of a
  *   resumed state, so the plugin can convert or ignore it.
  * HH_PLUGIN_MIN_ABI_MINOR: the oldest host minor the plugin runs on (default HH_ABI_MINOR). Lower
- *   it only when the plugin checks HH_HAS_FIELD before using anything a later minor added. */
+ *   it only when the plugin checks HH_HAS_FIELD before using anything a later minor added.
+ * HH_PLUGIN_NEEDS: what the plugin's hooks need when they run confined (isolation = process with
+ *   confinement), beyond the system's runtime and their own run folder (default: nothing more).
+ *   Since 1.2. A sequence of the expanders below, written into the note by HH_PLUGIN_DEFINE (and
+ *   HOOKHOST_PLUGIN); the host reads it without running the plugin:
+ *     #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path) HH_NEEDS_NETWORK
+ *   A plugin that writes its note with HH_PLUGIN_NOTE puts the same expanders in its TEXT. */
 #ifndef HH_PLUGIN_STATE_VERSION
 #define HH_PLUGIN_STATE_VERSION 1
 #endif
 #ifndef HH_PLUGIN_MIN_ABI_MINOR
 #define HH_PLUGIN_MIN_ABI_MINOR HH_ABI_MINOR
 #endif
+#ifndef HH_PLUGIN_NEEDS
+#define HH_PLUGIN_NEEDS ""
+#endif
+
+/* The needs.* note lines (since 1.2), one per expander. PATH is a string literal; NAME the bare
+ * name of a STRING or STRING_LIST parameter of the plugin, whose value (each item of a list) is a
+ * path taken as a PATH of the same kind. Every line but network and processes may repeat. */
+#define HH_NEEDS_READ(PATH) "needs.read=" PATH "\n"   /* absolute, or from the config folder */
+#define HH_NEEDS_WRITE(PATH) "needs.write=" PATH "\n" /* absolute, or from the run folder */
+#define HH_NEEDS_READ_PARAM(NAME) "needs.read.param=" #NAME "\n"
+#define HH_NEEDS_WRITE_PARAM(NAME) "needs.write.param=" #NAME "\n"
+#define HH_NEEDS_NETWORK "needs.network=1\n"     /* sockets beyond the host's channel */
+#define HH_NEEDS_PROCESSES "needs.processes=1\n" /* starting other programs (fork, exec) */
 
 /* ---- The metadata note --------------------------------------------------------------------
  * An ELF note, owner "hookhost", type HH_NOTE_TYPE_METADATA, in a section named .note.hookhost
@@ -149,11 +168,19 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *     description=<one line>
  *     param=<name>\t<TYPE>\t<FLAG>\t<default>\t<help>     (one line per parameter, in order)
  *     placement=chief|all                                 (optional, since 1.1; at most once)
+ *     needs.read=<path>          needs.write=<path>       (optional, repeatable, since 1.2)
+ *     needs.read.param=<name>    needs.write.param=<name> (optional, repeatable, since 1.2)
+ *     needs.network=1            needs.processes=1        (optional, at most once, since 1.2)
  *   where TYPE is BOOL, INT, FLOAT, STRING or STRING_LIST and FLAG is OPTIONAL, REQUIRED or
  *   DEFAULT. placement says where the plugin's hooks run in a distributed job when their section
  *   sets no `ranks`: chief (rank 0 alone) or all (every rank, also when the line is absent); a
- *   1.0 host ignores it. Readers ignore lines with other keys and tab fields after the fifth: a
- *   later minor may add both. A host checks the version words before it reads the text.
+ *   1.0 host ignores it. The needs.* lines say what a confined hook may touch beyond the system's
+ *   runtime and its run folder (HH_PLUGIN_NEEDS): read paths are absolute or relative to the
+ *   hook's config folder, write paths absolute or relative to its run folder, and a .param line
+ *   names a STRING or STRING_LIST parameter whose values are such paths; a path is not empty, has
+ *   no ".." component and is shorter than 4096 bytes. A 1.0 or 1.1 host ignores them. Readers
+ *   ignore lines with other keys (other needs.* keys too) and tab fields after the fifth: a later
+ *   minor may add both. A host checks the version words before it reads the text.
  * descsz counts the header words and the text with its NUL and the NULs padding it to a multiple
  * of 4 bytes (HH_NOTE_PAD4_), so the descriptor needs no further padding. */
 #define HH_NOTE_OWNER "hookhost"
@@ -183,8 +210,9 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
 /* Writes the metadata note by hand, for a plugin that defines its hookhost_plugin_v1 entry without
  * HH_PLUGIN_DEFINE (glue generated for another language, a table built by hand). TEXT is a string
  * literal holding the note's lines as above, each ending in "\n"; the id, version and parameters
- * must match the entry's, which the host checks when it loads the plugin (placement= is the
- * note's alone). Use once per library, at file scope. */
+ * must match the entry's, which the host checks when it loads the plugin (placement= and the
+ * needs.* lines are the note's alone: end TEXT with HH_PLUGIN_NEEDS, or with the HH_NEEDS_*
+ * expanders, to declare needs). Use once per library, at file scope. */
 #define HH_PLUGIN_NOTE(TEXT) HH_NOTE_DEFINE_(TEXT)
 
 /* Expanders for a parameter list written as an X-macro:
@@ -227,7 +255,7 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
   static const hh_param_desc hh_plugin_params_[] = {                                      \
       PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};                \
   HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION              \
-                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE)                                 \
+                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE HH_PLUGIN_NEEDS)                 \
   HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;                      \
   const hh_plugin_entry hookhost_plugin_v1 = {                                            \
       HH_PLUGIN_ENTRY_SIZE,                                                               \

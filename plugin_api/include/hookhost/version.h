@@ -1,6 +1,7 @@
-/* hookhost plugin ABI: versioning. ABI 1.1 is the current minor: 1.0 as frozen, plus the services
- * hh.dist/1 (ext/dist.h) and hh.job/1 (ext/job.h). docs/abi.md states the full contract; each
- * minor's headers are frozen byte for byte under tests/abi/v1.MINOR/.
+/* hookhost plugin ABI: versioning. ABI 1.2 is the current minor: 1.0 as frozen, plus the services
+ * hh.dist/1 (ext/dist.h) and hh.job/1 (ext/job.h) and the note's placement= line (1.1), plus the
+ * note's needs.* lines, written with HH_PLUGIN_NEEDS (1.2). docs/abi.md states the full contract;
+ * each minor's headers are frozen byte for byte under tests/abi/v1.MINOR/.
  *
  * The headers need only the compiler's freestanding headers (stddef.h, stdint.h): string
  * functions are the compiler's builtins, and nothing needs libm.
@@ -29,7 +30,7 @@
 #include <stdint.h>
 
 #define HH_ABI_MAJOR 1
-#define HH_ABI_MINOR 1
+#define HH_ABI_MINOR 2
 
 /* The hookhost product version (host and SDK), independent of the ABI version. */
 #define HOOKHOST_VERSION_MAJOR 1
