@@ -195,7 +195,9 @@ TEST_F(ConfigTest, OverrideValuesAreLiteral) {
 // is the host's error, never handed to a plugin), and no other key.
 TEST_F(ConfigTest, TheReaderTakesEveryHostOwnedHookKey) {
   for (std::string_view key : kHostHookKeys) {
-    const std::string value = key == "plugin" ? "" : "?!";
+    // Any text is a path: a list with an empty item is not.
+    const bool paths = key == "allow_read" || key == "allow_write";
+    const std::string value = key == "plugin" ? "" : paths ? "a,,b" : "?!";
     const std::string error = error_of("[hook.a]\n" + std::string(key) + " = " + value + "\n");
     EXPECT_THAT(error, HasSubstr("job.ini:2: [hook.a] " + std::string(key) + ": ")) << key;
   }

@@ -123,13 +123,13 @@ TEST_F(Confine, ASignalToAnotherProcessFailsWithEpermIsNamedAndTheJobCompletesUn
 // Calls no hook has a use for: the runner dies of SIGSYS before the call does anything, the host
 // names the call, and on_crash applies (here: restarts, then the hook is disabled).
 const Attempt kNeverAttempts[] = {
-    {"hostile_ptrace", "allow_processes = true", "", "(ptrace, "},
-    {"hostile_process_vm_readv", "", "", "(process_vm_readv, "},
-    {"hostile_unshare", "", "", "(unshare, "},
-    {"hostile_mount", "", "", "(mount, "},
-    {"hostile_bpf", "", "", "(bpf, "},
-    {"hostile_keyctl", "", "", "(keyctl, "},
-    {"hostile_io_uring", "", "", "(io_uring_setup, "},
+    {"hostile_ptrace", "allow_processes = true", "", "(ptrace"},
+    {"hostile_process_vm_readv", "", "", "(process_vm_readv"},
+    {"hostile_unshare", "", "", "(unshare"},
+    {"hostile_mount", "", "", "(mount"},
+    {"hostile_bpf", "", "", "(bpf"},
+    {"hostile_keyctl", "", "", "(keyctl"},
+    {"hostile_io_uring", "", "", "(io_uring_setup"},
 };
 
 TEST_F(Confine, ACallNoHookMayMakeKillsItsRunnerIsNamedOnceAndTheJobCompletesUntouched) {
@@ -139,16 +139,19 @@ TEST_F(Confine, ACallNoHookMayMakeKillsItsRunnerIsNamedOnceAndTheJobCompletesUnt
     EXPECT_THAT(r.out, HasSubstr(denial(a)));
     EXPECT_THAT(r.out, HasSubstr(a.call));
     // Once per distinct attempt, however often the restarted hook tries again.
-    EXPECT_EQ(count(r.out, std::regex_replace(denial(a), std::regex(R"([()])"), R"(\$&)")), 1)
-        << r.out;
+    EXPECT_EQ(count(r.out, "denied by its capability policy"), 1) << r.out;
     EXPECT_THAT(r.out, HasSubstr("SIGSYS"));
     expect_job_intact(r);
   }
 }
 
 TEST_F(Confine, TheHostIsNeitherTracedNorSignalled) {
+  // The hook's child dies of SIGSYS before ptrace does anything; the runner lives on.
   ProcessResult r = run("hostile_ptrace", "allow_processes = true");
-  EXPECT_THAT(r.out, HasSubstr("hostile: host TracerPid 0"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: ptrace(PTRACE_SEIZE, host): the child ended without an "
+                               "answer"));
+  EXPECT_THAT(r.out, HasSubstr("tried to attach a debugger to a process (ptrace, pid "));
+  EXPECT_THAT(r.out, Not(HasSubstr("hostile: host TracerPid")));  // the host's /proc is closed
   expect_job_intact(r);
   // SIGTERM would stop the job after its step ("received SIGTERM"); expect_job_intact counts
   // every step and finds no word of it.
@@ -243,7 +246,7 @@ TEST_F(Confine, TheNetworkIsClosedUnlessAllowed) {
 TEST_F(Confine, NoProgramStartsAndNoProcessForksUnlessAllowed) {
   ProcessResult r = run("hostile_exec", "");
   EXPECT_THAT(r.out, HasSubstr("hostile: fork: failed: EPERM"));
-  EXPECT_THAT(r.out, HasSubstr("(fork, "));
+  EXPECT_THAT(r.out, HasSubstr("tried to start a process (fork"));
   expect_job_intact(r);
   r = run("hostile_fork_bomb", "signal = 64");
   EXPECT_THAT(r.out, HasSubstr("hostile: fork 1 of 64: failed: EPERM"));

@@ -41,8 +41,10 @@ class DistService : public ::testing::Test {
   fs::path run_dir(int rank) const {
     return rank == 0 ? dir_ / "out" : dir_ / "out" / ("rank-" + std::to_string(rank));
   }
+  // A sandboxed (so confined) hook named "boxed" writes in its own run folder.
   std::vector<std::string> probe(int rank, const std::string& file = "dist.txt") const {
-    return lines_of(run_dir(rank) / file);
+    const fs::path boxed = run_dir(rank) / "hooks" / "boxed" / file;
+    return lines_of(fs::exists(boxed) ? boxed : run_dir(rank) / file);
   }
 
   // Every process of an N-process job saw its rank, the world size and the chief; the mean of the

@@ -42,7 +42,10 @@ class IsolationCli : public ::testing::Test {
     args.insert(args.end(), more.begin(), more.end());
     return run_hookhost(args, dir_.path());
   }
-  std::string trace() const { return read_file(dir_ / "run" / "trace.jsonl"); }
+  // The trace hook is sandboxed, so confined: it writes in its own run folder.
+  std::string trace() const {
+    return read_file(dir_ / "run" / "hooks" / "trace" / "trace.jsonl");
+  }
   long trace_calls(const std::string& callback) const {
     return count(trace(), "\"callback\":\\s*\"" + callback + "\"");
   }

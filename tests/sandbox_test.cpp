@@ -776,11 +776,13 @@ TEST(SandboxTest, RunnerStartsCleanAndDiesWithTheHost) {
   for (const char* name : {"PATH", "HOME", "TZ"})
     if (std::getenv(name)) expected.insert(name);
   EXPECT_EQ(names, expected);
-  ASSERT_EQ(fds.size(), 6u);
-  for (int fd = 0; fd <= 4; ++fd) EXPECT_EQ(fds.count(fd), 1u) << fd;
+  // 0-2, the channel, the side channel, the confined runner's violation pipe, the plugin's copy.
+  ASSERT_EQ(fds.size(), 7u);
+  for (int fd = 0; fd <= 5; ++fd) EXPECT_EQ(fds.count(fd), 1u) << fd;
   EXPECT_EQ(fds[0], "/dev/null");
   EXPECT_EQ(fds[3].rfind("socket:", 0), 0u) << fds[3];
   EXPECT_EQ(fds[4].rfind("socket:", 0), 0u) << fds[4];
+  EXPECT_EQ(fds[5].rfind("pipe:", 0), 0u) << fds[5];
   EXPECT_EQ(std::prev(fds.end())->second.rfind("/memfd:faulty.so", 0), 0u)
       << std::prev(fds.end())->second;
   EXPECT_EQ(pdeathsig, std::to_string(SIGKILL));

@@ -9,6 +9,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+// Confined, it writes (or reads) the files its parameters name.
+#define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(trace)
 #include <hookhost/hookhost.h>
 #include <pthread.h>
 #include <signal.h>

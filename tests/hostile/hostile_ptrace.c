@@ -22,8 +22,19 @@ static void hostile_attempt(hostile* h) {
     if (read(go[0], &byte, 1) < 0) _exit(1);
     _exit(0);
   }
-  if (child < 0 || read(result[0], answer, sizeof answer) != (ssize_t)sizeof answer) {
+  if (child < 0) {
     hostile_report(h, "fork", -1);
+    return;
+  }
+  close(result[1]); /* so the read below ends if the child dies before it answers */
+  result[1] = -1;
+  if (read(result[0], answer, sizeof answer) != (ssize_t)sizeof answer) {
+    hostile_say(h, "ptrace(PTRACE_SEIZE, host): the child ended without an answer");
+    hostile_report_tracer(h);
+    close(go[1]);
+    waitpid(child, NULL, 0);
+    close(go[0]);
+    close(result[0]);
     return;
   }
   errno = answer[1];
@@ -33,7 +44,6 @@ static void hostile_attempt(hostile* h) {
   waitpid(child, NULL, 0);
   close(go[0]);
   close(result[0]);
-  close(result[1]);
 }
 
 HH_PLUGIN_DEFINE("hostile_ptrace", "1.0.0", "Test fixture: ptrace-attaches the host", HH_NO_PARAMS,

@@ -57,8 +57,15 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
   // Reads: each must exist now, since the kernel binds a rule to what the path names when the
   // runner starts; a missing one is refused rather than widened to its parent.
   const fs::path config_dir = config_folder(cfg);
-  auto add_read = [&](const fs::path& path, const std::string& declared_by, const std::string& key) {
+  auto add_read = [&](const fs::path& path, const std::string& declared_by, const std::string& key,
+                      bool may_appear = false) {
     std::error_code ec;
+    // A file a parameter names may appear while the job runs (time_limit's stop_file): its
+    // folder, which the operator named by naming the file, is granted instead.
+    if (may_appear && !fs::exists(path, ec) && fs::is_directory(path.parent_path(), ec)) {
+      add_unique(policy.read, path.parent_path());
+      return;
+    }
     if (!fs::exists(path, ec))
       throw ConfigError(cfg.where(*item.hook, key) + hook + " may read " +
                             display_text(path.string()) + " (" + declared_by +
@@ -70,7 +77,7 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
     add_read(absolute_from(config_dir, path), "the plugin's needs.read=" + display_text(path), "");
   for (const std::string& name : needs.read_params)
     for (const std::string& path : param_paths(item.params, name))
-      add_read(absolute_from(config_dir, path), "its parameter " + name, name);
+      add_read(absolute_from(config_dir, path), "its parameter " + name, name, true);
   for (const fs::path& path : iso.allow_read) add_read(path, "allow_read", "allow_read");
 
   // Writes: the hook's own folder, then what it declares and what the config adds. A file that

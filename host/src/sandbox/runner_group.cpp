@@ -92,7 +92,7 @@ void RunnerGroup::report_violation(const confine::ViolationRecord& record) {
   words += ")";
   if (record.fatal) fatal_violation_ = words;
   if (!violations_seen_.insert(words).second) return;
-  words += record.fatal ? ": denied by its capability policy; its runner was stopped (SIGSYS)"
+  words += record.fatal ? ": denied by its capability policy; the calling process was stopped (SIGSYS)"
                         : ": denied by its capability policy (the call failed with EPERM)";
   const hh_host& host = *it->second.host;
   host.log(&host, HH_LOG_ERROR, words.data(), words.size());
