@@ -72,7 +72,8 @@ enum Confined : int64_t { kUnconfined = 0, kBaseline = 1, kPolicy = 2 };
 // read, one folder of its own to write, no network, no processes).
 SandboxOptions sandbox_options(int64_t confined) {
   static const fs::path own = [] {
-    const fs::path folder = fs::temp_directory_path() / ("hookhost-bench-" + std::to_string(::getpid()));
+    const fs::path folder =
+        fs::temp_directory_path() / ("hookhost-bench-" + std::to_string(::getpid()));
     fs::create_directories(folder);
     return folder;
   }();
@@ -90,8 +91,7 @@ SandboxOptions sandbox_options(int64_t confined) {
 // fetching `fetch` when not empty; `sandboxed_out` gets the first sandboxed dispatcher.
 std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, bool sandboxed,
                                       ProcessDispatch** sandboxed_out = nullptr,
-                                      const std::string& fetch = "",
-                                      int64_t confined = kBaseline) {
+                                      const std::string& fetch = "", int64_t confined = kBaseline) {
   auto rt = std::make_unique<Runtime>(session, quiet_options());
   auto plugin = noop_plugin();
   for (int i = 0; i < hooks; ++i) {
@@ -105,14 +105,13 @@ std::unique_ptr<Runtime> make_runtime(Session& session, int hooks, bool sandboxe
     }
     HookSettings settings;
     settings.instance_name = name;
-    rt->add_hook(plugin->metadata().id, plugin->entry().state_version, settings,
-                 [&](const hh_host& host) {
-                   auto d = make_process_dispatch(*plugin, name, params, host,
-                                                  sandbox_options(confined));
-                   if (sandboxed_out && !*sandboxed_out)
-                     *sandboxed_out = dynamic_cast<ProcessDispatch*>(d.get());
-                   return d;
-                 });
+    rt->add_hook(
+        plugin->metadata().id, plugin->entry().state_version, settings, [&](const hh_host& host) {
+          auto d = make_process_dispatch(*plugin, name, params, host, sandbox_options(confined));
+          if (sandboxed_out && !*sandboxed_out)
+            *sandboxed_out = dynamic_cast<ProcessDispatch*>(d.get());
+          return d;
+        });
   }
   return rt;
 }
@@ -318,9 +317,10 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
   const double baseline_call = t.ns("BM_SandboxedNoopCall/confined:1/real_time");
   const double policy_call = t.ns("BM_SandboxedNoopCall/confined:2/real_time");
   if (call > 0 && policy_call > 0) {
-    std::printf("confinement: a no-op call %.0f ns unconfined, %.0f ns with the baseline filter, "
-                "%.0f ns with a capability policy\n",
-                call, baseline_call, policy_call);
+    std::printf(
+        "confinement: a no-op call %.0f ns unconfined, %.0f ns with the baseline filter, "
+        "%.0f ns with a capability policy\n",
+        call, baseline_call, policy_call);
     hookhost::bench::report_goal("confined_call_x_unconfined", policy_call / call, 1.1);
   }
   const double start = t.ns("BM_RunnerStartAndStop/confined:0/real_time");

@@ -9,9 +9,9 @@
 
 #include <hookhost/version.h>
 
-#include "storage/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
+#include "storage/checkpoint.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {

@@ -111,9 +111,9 @@ TEST_F(ConfigTest, UnknownRunKeyListsTheValidOnes) {
 }
 
 TEST_F(ConfigTest, BadValuesOfHostKeys) {
-  EXPECT_THAT(
-      error_of("[run]\non_error = explode\n"),
-      AllOf(HasSubstr("job.ini:2"), HasSubstr("on_error"), HasSubstr("continue, disable, stop or fail")));
+  EXPECT_THAT(error_of("[run]\non_error = explode\n"),
+              AllOf(HasSubstr("job.ini:2"), HasSubstr("on_error"),
+                    HasSubstr("continue, disable, stop or fail")));
   EXPECT_THAT(error_of("[run]\nlog_level = loud\n"), HasSubstr("trace, debug, info"));
   EXPECT_THAT(error_of("[hook.a]\norder = first\n"),
               AllOf(HasSubstr("job.ini:2"), HasSubstr("[hook.a] order"), HasSubstr("integer")));

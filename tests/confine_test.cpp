@@ -190,8 +190,8 @@ TEST_F(Confine, AFileOutsideTheRunFolderCannotBeWrittenUnlessAllowed) {
   EXPECT_THAT(r.out, HasSubstr("mine.txt: ok"));
   EXPECT_TRUE(fs::exists(dir_ / "run" / "hooks" / "hostile" / "mine.txt"));
   // The twin: the operator lets it write that folder.
-  r = run("hostile_write",
-          "path = " + (elsewhere / "planted.txt").string() + "\nallow_write = " + elsewhere.string());
+  r = run("hostile_write", "path = " + (elsewhere / "planted.txt").string() +
+                               "\nallow_write = " + elsewhere.string());
   EXPECT_THAT(r.out, HasSubstr("planted.txt: ok"));
   EXPECT_EQ(read_file(elsewhere / "planted.txt"), "written by hostile_write\n");
   expect_job_intact(r);
@@ -369,7 +369,8 @@ TEST_F(Confine, APathTheOperatorAllowsMustExist) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("job.ini:"));
   EXPECT_THAT(r.out, HasSubstr("allow_read"));
-  EXPECT_THAT(r.out, HasSubstr((dir_ / "nowhere").string() + " (allow_read), which does not exist"));
+  EXPECT_THAT(r.out,
+              HasSubstr((dir_ / "nowhere").string() + " (allow_read), which does not exist"));
 }
 
 }  // namespace

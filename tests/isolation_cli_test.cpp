@@ -43,9 +43,7 @@ class IsolationCli : public ::testing::Test {
     return run_hookhost(args, dir_.path());
   }
   // The trace hook is sandboxed, so confined: it writes in its own run folder.
-  std::string trace() const {
-    return read_file(dir_ / "run" / "hooks" / "trace" / "trace.jsonl");
-  }
+  std::string trace() const { return read_file(dir_ / "run" / "hooks" / "trace" / "trace.jsonl"); }
   long trace_calls(const std::string& callback) const {
     return count(trace(), "\"callback\":\\s*\"" + callback + "\"");
   }

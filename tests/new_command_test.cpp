@@ -110,9 +110,8 @@ TEST(NewCommand, TheMakefileStopsWhenPkgConfigFindsNoHookhost) {
   TempDir tmp;
   ASSERT_EQ(run_hookhost({"new", "guard", "--lang", "c"}, tmp.path()).exit_code, 0);
   fs::create_directories(tmp.path() / "empty");
-  const std::vector<std::string> env = {
-      "PKG_CONFIG_PATH=" + (tmp.path() / "empty").string(),
-      "PKG_CONFIG_LIBDIR=" + (tmp.path() / "empty").string()};
+  const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + (tmp.path() / "empty").string(),
+                                        "PKG_CONFIG_LIBDIR=" + (tmp.path() / "empty").string()};
   for (const std::vector<std::string>& goal : {std::vector<std::string>{}, {"check"}}) {
     std::vector<std::string> args = {"-C", (tmp.path() / "guard").string()};
     args.insert(args.end(), goal.begin(), goal.end());

@@ -206,7 +206,6 @@ SandboxOptions with_timeout(std::chrono::milliseconds timeout) {
   return options;
 }
 
-
 bool process_gone(pid_t pid) {
   return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
 }

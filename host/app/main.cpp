@@ -23,12 +23,12 @@
 #include <mutex>
 #include <thread>
 #include "command_line.hpp"
-#include "support/display_text.hpp"
 #include "job/rank_placement.hpp"
 #include "job/signal_bridge.hpp"
 #include "job_summary.hpp"
 #include "new_command.hpp"
 #include "runtime/crash_blame.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace po = boost::program_options;

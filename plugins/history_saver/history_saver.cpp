@@ -168,9 +168,9 @@ class HistorySaver : public hookhost::Hook {
     if (layout != non_scalar_) throw hookhost::Error(mismatch(header_for(layout)));
 
     using std::chrono::nanoseconds;
-    const int64_t now = std::chrono::duration_cast<nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now =
+        std::chrono::duration_cast<nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     if (!has_pending_rows()) oldest_pending_time_ = now;
     append_row(step, now, views);
     last_recorded_step_ = step;
@@ -201,8 +201,8 @@ class HistorySaver : public hookhost::Hook {
   std::string header_for(const std::vector<bool>& non_scalar) const {
     std::string header = "step,wall_time";
     for (std::size_t i = 0; i < tensors_.size(); ++i)
-      header += non_scalar[i] ? "," + tensors_[i] + "_mean," + tensors_[i] + "_total"
-                              : "," + tensors_[i];
+      header +=
+          non_scalar[i] ? "," + tensors_[i] + "_mean," + tensors_[i] + "_total" : "," + tensors_[i];
     return header;
   }
 
@@ -310,8 +310,10 @@ class HistorySaver : public hookhost::Hook {
     file_has_header_ = true;
     for (std::size_t at = header.size() + 1; at < content.size();) {
       const std::size_t end = content.find('\n', at);
-      const std::optional<int64_t> step = step_of_row(std::string_view(content).substr(at, end - at));
-      if (step && (!last_recorded_step_ || *step > *last_recorded_step_)) last_recorded_step_ = step;
+      const std::optional<int64_t> step =
+          step_of_row(std::string_view(content).substr(at, end - at));
+      if (step && (!last_recorded_step_ || *step > *last_recorded_step_))
+        last_recorded_step_ = step;
       at = end + 1;
     }
     if (last_recorded_step_)
@@ -331,8 +333,10 @@ class HistorySaver : public hookhost::Hook {
     const std::size_t header_end = saved.find('\n');
     const std::string header = saved.substr(0, header_end);
     if (header_end == std::string::npos || (!header_.empty() && header != header_)) {
-      host().warn("ignoring the rows saved with the checkpoint: they were recorded under the "
-                  "header '" + header + "', which " + path_.string() + " does not have");
+      host().warn(
+          "ignoring the rows saved with the checkpoint: they were recorded under the "
+          "header '" +
+          header + "', which " + path_.string() + " does not have");
       return;
     }
     if (header_.empty()) {
@@ -415,7 +419,7 @@ class HistorySaver : public hookhost::Hook {
   std::string pending_;           // header_, a newline, then the rows not yet in the file
   std::size_t rows_at_ = 0;       // where the rows start in pending_
   bool file_has_header_ = false;
-  bool state_holds_rows_ = false;  // the host's copy of the state may hold rows
+  bool state_holds_rows_ = false;    // the host's copy of the state may hold rows
   int64_t oldest_pending_time_ = 0;  // wall clock (ns) of the first row waiting
   std::optional<int64_t> last_recorded_step_;
   bool recording_ = false;
@@ -426,14 +430,14 @@ class HistorySaver : public hookhost::Hook {
 
 }  // namespace
 
-#define HISTORY_SAVER_PARAMS(P)                                                                  \
-  P(every_n_steps, INT, DEFAULT, "10", "record every N global steps, and the first step")        \
-  P(tensors, STRING_LIST, DEFAULT, "loss",                                                       \
-    "tensors to record; a non-scalar tensor gets two columns, <name>_mean and <name>_total")     \
-  P(path, STRING, OPTIONAL, "",                                                                  \
-    "CSV file to append to; relative to the run directory; default <run dir>/history.csv")      \
-  P(flush_secs, FLOAT, DEFAULT, "5",                                                             \
-    "rows wait in memory (and in the hook's checkpointed state) until 4 KiB of them do, until "  \
+#define HISTORY_SAVER_PARAMS(P)                                                                   \
+  P(every_n_steps, INT, DEFAULT, "10", "record every N global steps, and the first step")         \
+  P(tensors, STRING_LIST, DEFAULT, "loss",                                                        \
+    "tensors to record; a non-scalar tensor gets two columns, <name>_mean and <name>_total")      \
+  P(path, STRING, OPTIONAL, "",                                                                   \
+    "CSV file to append to; relative to the run directory; default <run dir>/history.csv")        \
+  P(flush_secs, FLOAT, DEFAULT, "5",                                                              \
+    "rows wait in memory (and in the hook's checkpointed state) until 4 KiB of them do, until "   \
     "the oldest is this many seconds old when a row is recorded, or until end(); 0 appends each " \
     "row at once")
 

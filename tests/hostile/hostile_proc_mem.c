@@ -11,5 +11,5 @@ static void hostile_attempt(hostile* h) {
   hostile_report(h, "open(/proc/<host>/mem)", fd >= 0 ? 0 : -1);
 }
 
-HH_PLUGIN_DEFINE("hostile_proc_mem", "1.0.0", "Test fixture: opens the host's memory",
-                 HH_NO_PARAMS, hostile_create)
+HH_PLUGIN_DEFINE("hostile_proc_mem", "1.0.0", "Test fixture: opens the host's memory", HH_NO_PARAMS,
+                 hostile_create)

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "job/config_keys.hpp"
-#include "support/display_text.hpp"
 #include "job/ini_reader.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;

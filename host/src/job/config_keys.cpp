@@ -159,7 +159,8 @@ void read_max_restarts(const KeyReading& r) {
 void read_confine(const KeyReading& r) {
   const std::string& v = r.entry.value;
   // all-untrusted chooses hooks by their plugin, so it is the job's choice, not one hook's.
-  const char* choices = r.hook ? "off, sandboxed or required" : "off, sandboxed, all-untrusted or required";
+  const char* choices =
+      r.hook ? "off, sandboxed or required" : "off, sandboxed, all-untrusted or required";
   Confinement mode;
   if (v == "off")
     mode = Confinement::off;
@@ -182,8 +183,10 @@ std::vector<fs::path> path_list(const KeyReading& r) {
   if (r.entry.value.empty() || r.entry.value == "none") return paths;
   for (const std::string& item : comma_items(r.entry.value)) {
     if (item.empty())
-      throw ConfigError(r.at + "expected a comma-separated list of paths (or none); got an empty "
-                               "item in '" + display_text(r.entry.value) + "'",
+      throw ConfigError(r.at +
+                            "expected a comma-separated list of paths (or none); got an empty "
+                            "item in '" +
+                            display_text(r.entry.value) + "'",
                         r.entry.key);
     ConfigEntry one = r.entry;
     one.value = item;
@@ -220,8 +223,10 @@ void read_limit_open_files(const KeyReading& r) {
   // Below 16 the runner itself (channels, pipes, the plugin's copy) has too few to work.
   isolation_of(r).limit_open_files = run_integer(r.entry, r.at, 0, 1048576, " (0: no limit)");
   if (*isolation_of(r).limit_open_files != 0 && *isolation_of(r).limit_open_files < 16)
-    throw ConfigError(r.at + "must be 0 (no limit) or at least 16, which the runner needs for "
-                             "itself; got '" + display_text(r.entry.value) + "'",
+    throw ConfigError(r.at +
+                          "must be 0 (no limit) or at least 16, which the runner needs for "
+                          "itself; got '" +
+                          display_text(r.entry.value) + "'",
                       r.entry.key);
 }
 
@@ -295,7 +300,6 @@ void read_allowed_plugins(const KeyReading& r) {
 void read_untrusted(const KeyReading& r) {
   r.config.untrusted = isolation_value(r);
 }
-
 
 void read_distributed(const KeyReading& r) {
   if (r.entry.value == "none") {

@@ -40,10 +40,11 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
   if (!own.isolation && run_confine == Confinement::all_untrusted &&
       e.isolation == Isolation::in_process && !is_builtin_plugin(plugin.file)) {
     e.isolation = Isolation::process;
-    log.info("{}: running it with isolation = process, confined, because [run] confine = "
-             "all-untrusted and its plugin is not one of hookhost's own ({})",
-             describe_hook(hook.name, display_text(plugin.metadata.id)),
-             display_text(plugin.file.string()));
+    log.info(
+        "{}: running it with isolation = process, confined, because [run] confine = "
+        "all-untrusted and its plugin is not one of hookhost's own ({})",
+        describe_hook(hook.name, display_text(plugin.metadata.id)),
+        display_text(plugin.file.string()));
   }
   // A sandboxed hook that hangs is contained by its limit only: it has one unless set to 0.
   const uint64_t default_timeout_ms =
@@ -75,10 +76,12 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
                         "confine");
     return e;
   }
-  e.confine = own.confine.value_or(run_confine == Confinement::all_untrusted ? Confinement::sandboxed
-                                                                            : run_confine);
-  e.allow_read = own.allow_read.value_or(run.allow_read.value_or(std::vector<std::filesystem::path>{}));
-  e.allow_write = own.allow_write.value_or(run.allow_write.value_or(std::vector<std::filesystem::path>{}));
+  e.confine = own.confine.value_or(
+      run_confine == Confinement::all_untrusted ? Confinement::sandboxed : run_confine);
+  e.allow_read =
+      own.allow_read.value_or(run.allow_read.value_or(std::vector<std::filesystem::path>{}));
+  e.allow_write =
+      own.allow_write.value_or(run.allow_write.value_or(std::vector<std::filesystem::path>{}));
   e.allow_network = own.allow_network ? own.allow_network : run.allow_network;
   e.allow_processes = own.allow_processes ? own.allow_processes : run.allow_processes;
   e.limit_cpu_secs = own.limit_cpu_secs.value_or(run.limit_cpu_secs.value_or(0));

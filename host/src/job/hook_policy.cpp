@@ -82,7 +82,8 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
 
   // Writes: the hook's own folder, then what it declares and what the config adds. A file that
   // does not exist yet needs its folder, which is made as the hook would make it.
-  auto add_write = [&](const fs::path& path, const std::string& declared_by, const std::string& key) {
+  auto add_write = [&](const fs::path& path, const std::string& declared_by,
+                       const std::string& key) {
     std::error_code ec;
     if (fs::exists(path, ec)) {
       add_unique(policy.write, path);
@@ -99,7 +100,8 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
   };
   add_unique(policy.write, own_run_dir);
   for (const std::string& path : needs.write)
-    add_write(absolute_from(own_run_dir, path), "the plugin's needs.write=" + display_text(path), "");
+    add_write(absolute_from(own_run_dir, path), "the plugin's needs.write=" + display_text(path),
+              "");
   for (const std::string& name : needs.write_params)
     for (const std::string& path : param_paths(item.params, name))
       add_write(absolute_from(own_run_dir, path), "its parameter " + name, name);

@@ -13,7 +13,8 @@ namespace hookhost {
 
 // The folder a confined hook writes its outputs to and sees as its run directory:
 // <run_dir>/hooks/<instance>.
-std::filesystem::path hook_run_dir(const std::filesystem::path& run_dir, const std::string& instance);
+std::filesystem::path hook_run_dir(const std::filesystem::path& run_dir,
+                                   const std::string& instance);
 
 // The policy of `item`, whose run folder `own_run_dir` exists. Read paths are absolute and exist;
 // write paths are absolute and exist (the folder of a declared file that does not exist yet is

@@ -8,8 +8,8 @@
 
 #include "hookhost/host/job.hpp"
 #include "job/hook_policy.hpp"
-#include "support/display_text.hpp"
 #include "sandbox/process_dispatch.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost {
 
@@ -61,12 +61,12 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
         };
         if (without_memory(shared.limits) != without_memory(policy.limits))
           throw ConfigError(plan.config->where(*item.hook) + "hooks '" +
-                                first_member[group]->hook->name + "' and '" + item.hook->name +
-                                "' share isolation_group '" + group +
-                                "' but ask for different limits (" + describe_policy(shared) +
-                                " / " + describe_policy(policy) +
-                                "): give them the same limit_* keys, or "
-                                "different groups");
+                            first_member[group]->hook->name + "' and '" + item.hook->name +
+                            "' share isolation_group '" + group +
+                            "' but ask for different limits (" + describe_policy(shared) + " / " +
+                            describe_policy(policy) +
+                            "): give them the same limit_* keys, or "
+                            "different groups");
         for (const std::string& path : policy.read)
           if (std::find(shared.read.begin(), shared.read.end(), path) == shared.read.end())
             shared.read.push_back(path);
@@ -125,7 +125,8 @@ HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
   settings.log_level = item.hook->log_level.value_or("");
   if (auto group = communicators.find(item.hook); group != communicators.end())
     settings.group = group->second;
-  if (auto own = confinements.run_dir_of_hook.find(&item); own != confinements.run_dir_of_hook.end())
+  if (auto own = confinements.run_dir_of_hook.find(&item);
+      own != confinements.run_dir_of_hook.end())
     settings.run_dir = own->second.string();
   // In-process, the watchdog names a call over its limit; a runner enforces its own.
   if (item.isolation.isolation == Isolation::in_process)

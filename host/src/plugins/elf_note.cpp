@@ -134,8 +134,8 @@ bool inside(std::uint64_t offset, std::uint64_t size, std::uint64_t limit, std::
 std::string read_at(int fd, void* out, std::size_t size, std::uint64_t offset, std::size_t* got) {
   *got = 0;
   while (*got < size) {
-    const ssize_t n = ::pread(fd, static_cast<char*>(out) + *got, size - *got,
-                              static_cast<off_t>(offset + *got));
+    const ssize_t n =
+        ::pread(fd, static_cast<char*>(out) + *got, size - *got, static_cast<off_t>(offset + *got));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::string("cannot read: ") + std::strerror(errno);
     if (n == 0) break;

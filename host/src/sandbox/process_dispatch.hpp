@@ -19,10 +19,10 @@
 
 #include <hookhost/host.h>
 
+#include "confine/policy.hpp"
 #include "hookhost/host/hook_dispatch.hpp"
 #include "hookhost/host/loader.hpp"
 #include "hookhost/host/params.hpp"
-#include "confine/policy.hpp"
 
 namespace hookhost {
 

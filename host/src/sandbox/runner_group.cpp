@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <stdexcept>
-#include <tuple>
 #include <system_error>
+#include <tuple>
 
 #include "confine/kernel_support.hpp"
 #include "service_requests.hpp"
@@ -92,8 +92,9 @@ void RunnerGroup::report_violation(const confine::ViolationRecord& record) {
   words += ")";
   if (record.fatal) fatal_violation_ = words;
   if (!violations_seen_.insert(words).second) return;
-  words += record.fatal ? ": denied by its capability policy; the calling process was stopped (SIGSYS)"
-                        : ": denied by its capability policy (the call failed with EPERM)";
+  words += record.fatal
+               ? ": denied by its capability policy; the calling process was stopped (SIGSYS)"
+               : ": denied by its capability policy (the call failed with EPERM)";
   const hh_host& host = *it->second.host;
   host.log(&host, HH_LOG_ERROR, words.data(), words.size());
 }
@@ -128,10 +129,12 @@ void RunnerGroup::spawn() {
     const std::vector<std::string> missing =
         confine::not_enforced(*options_.policy, confine::detect_kernel_support());
     if (!missing.empty())
-      throw std::runtime_error("cannot start the sandbox: confine = required, but this kernel "
-                               "cannot enforce " + hookhost::join(missing, ", ") +
-                               "; run the job on a kernel that can, or set confine = sandboxed "
-                               "for this hook");
+      throw std::runtime_error(
+          "cannot start the sandbox: confine = required, but this kernel "
+          "cannot enforce " +
+          hookhost::join(missing, ", ") +
+          "; run the job on a kernel that can, or set confine = sandboxed "
+          "for this hook");
   }
   auto [host_end, runner_end] = Channel::make_pair();
   auto [side_host_end, side_runner_end] = Channel::make_pair();

@@ -102,8 +102,8 @@ class RunnerGroup {
   // loss message. Called with members_mutex_ held.
   void report_violation(const confine::ViolationRecord& record);
   std::set<std::string> violations_seen_;  // across restarts: once per distinct attempt
-  std::string fatal_violation_;  // the last fatal one's words, for the loss message
-  mutable std::mutex members_mutex_;  // the I/O thread reads the members
+  std::string fatal_violation_;            // the last fatal one's words, for the loss message
+  mutable std::mutex members_mutex_;       // the I/O thread reads the members
   std::map<uint32_t, Member> members_;
   uint32_t next_id_ = 1;
   uint32_t current_ = 0;  // the member whose request is in progress (0: none)

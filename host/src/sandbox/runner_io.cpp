@@ -76,7 +76,8 @@ void RunnerIo::run() {
       violations_fd = violations_.get();
     }
     const int violations = add(violations_fd);
-    if (out < 0 && err < 0 && side < 0 && violations < 0) break;  // the runner is gone and everything is read
+    if (out < 0 && err < 0 && side < 0 && violations < 0)
+      break;           // the runner is gone and everything is read
     int timeout = -1;  // with lines dropped, wake up when the window ends to say so
     if (dropped_ > 0) {
       const auto left = window_start_ + kWindow - Clock::now();

@@ -72,7 +72,7 @@ class RunnerIo {
   std::mutex violations_mutex_;
   UniqueFd violations_;
   std::string violation_bytes_;  // a record not yet read whole
-  UniqueFd wake_;  // an eventfd: stop() makes it readable
+  UniqueFd wake_;                // an eventfd: stop() makes it readable
   const int max_lines_per_second_;
   Clock::time_point window_start_{};
   int lines_in_window_ = 0;

@@ -57,8 +57,8 @@ struct IsolationConfig {
   std::optional<Confinement> confine;
   std::optional<std::vector<std::filesystem::path>> allow_read;
   std::optional<std::vector<std::filesystem::path>> allow_write;
-  std::optional<bool> allow_network;    // unset: as the plugin declares; false narrows
-  std::optional<bool> allow_processes;  // unset: as the plugin declares; false narrows
+  std::optional<bool> allow_network;       // unset: as the plugin declares; false narrows
+  std::optional<bool> allow_processes;     // unset: as the plugin declares; false narrows
   std::optional<uint64_t> limit_cpu_secs;  // 0: none
   std::optional<uint64_t> limit_file_mb;
   std::optional<uint64_t> limit_open_files;
@@ -86,8 +86,8 @@ struct HookConfig {
   std::optional<FailurePolicy> on_error;  // unset: the job's [run] on_error
   IsolationConfig isolation;              // unset fields: the [run] ones
   std::string sha256;  // pinned SHA-256 of the plugin file (64 lowercase hex digits), or empty
-  std::optional<RankSelection> ranks;  // unset: the plugin's default (job/rank_placement.hpp)
-  std::optional<std::string> log_level;            // this instance's logger; unset: [run] log_level
+  std::optional<RankSelection> ranks;    // unset: the plugin's default (job/rank_placement.hpp)
+  std::optional<std::string> log_level;  // this instance's logger; unset: [run] log_level
   std::multimap<std::string, std::string> params;  // the plugin's own keys, as text
   ConfigSource section_source;
   std::map<std::string, ConfigSource> key_sources;
@@ -101,7 +101,7 @@ struct JobConfig {
   std::size_t max_state_bytes = HH_DEFAULT_MAX_STATE;    // [run] max_state_mb
   std::filesystem::path checkpoint_dir = "checkpoints";  // relative: from the run directory
   uint32_t keep_checkpoints = 5;                         // newest by step; 0 keeps all
-  uint32_t time_every_n_steps = 64;  // RuntimeOptions::time_every_n_steps
+  uint32_t time_every_n_steps = 64;                      // RuntimeOptions::time_every_n_steps
   FailurePolicy on_error = FailurePolicy::disable;
   IsolationConfig isolation;  // defaults for every hook; unset fields: the built-in defaults
   // [run] untrusted: where a hook whose isolation is set nowhere runs when its plugin imports
@@ -109,8 +109,8 @@ struct JobConfig {
   Isolation untrusted = Isolation::in_process;
   Distribution distributed = Distribution::none;
   std::optional<ConfigSource> distributed_source;  // where [run] distributed was set
-  uint32_t collective_timeout_ms = 60000;  // RuntimeOptions::collective_timeout (hh.dist/1)
-  bool allow_insecure_plugins = false;       // load plugins that fail the trust rules
+  uint32_t collective_timeout_ms = 60000;          // RuntimeOptions::collective_timeout (hh.dist/1)
+  bool allow_insecure_plugins = false;             // load plugins that fail the trust rules
   std::vector<std::string> allowed_plugins;  // when not empty, the only plugin ids hooks may use
   std::string workload = "linreg";
   std::optional<ConfigSource> workload_section;  // the [workload] header, when there is one
@@ -126,11 +126,11 @@ struct JobConfig {
 // The keys the host takes in every [hook.NAME] section; any other key is a plugin parameter. A
 // plugin that declares a parameter with one of these names is refused at discovery.
 inline constexpr std::array<std::string_view, 22> kHostHookKeys = {
-    "plugin",          "enabled",         "order",          "on_error",
-    "isolation",       "call_timeout_ms", "memory_limit_mb", "on_crash",
-    "max_restarts",    "isolation_group", "ranks",          "sha256",
-    "log_level",       "confine",         "allow_read",     "allow_write",
-    "allow_network",   "allow_processes", "limit_cpu_secs", "limit_file_mb",
+    "plugin",           "enabled",         "order",           "on_error",
+    "isolation",        "call_timeout_ms", "memory_limit_mb", "on_crash",
+    "max_restarts",     "isolation_group", "ranks",           "sha256",
+    "log_level",        "confine",         "allow_read",      "allow_write",
+    "allow_network",    "allow_processes", "limit_cpu_secs",  "limit_file_mb",
     "limit_open_files", "limit_processes"};
 inline bool is_host_hook_key(std::string_view key) {
   for (std::string_view host_key : kHostHookKeys)

@@ -31,12 +31,12 @@ enum class Placement { all, chief };
 // the system's runtime, nothing but the hook's own run folder unless declared here. Read paths are
 // relative to the hook's config folder unless absolute; write paths relative to its run folder.
 struct PluginNeeds {
-  std::vector<std::string> read;         // needs.read=PATH, in note order
-  std::vector<std::string> write;        // needs.write=PATH
-  std::vector<std::string> read_params;  // needs.read.param=NAME: the paths that parameter names
-  std::vector<std::string> write_params; // needs.write.param=NAME
-  bool network = false;                  // needs.network=1
-  bool processes = false;                // needs.processes=1
+  std::vector<std::string> read;          // needs.read=PATH, in note order
+  std::vector<std::string> write;         // needs.write=PATH
+  std::vector<std::string> read_params;   // needs.read.param=NAME: the paths that parameter names
+  std::vector<std::string> write_params;  // needs.write.param=NAME
+  bool network = false;                   // needs.network=1
+  bool processes = false;                 // needs.processes=1
 
   bool operator==(const PluginNeeds&) const = default;
   bool empty() const { return *this == PluginNeeds{}; }

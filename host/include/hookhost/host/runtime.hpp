@@ -15,10 +15,10 @@
 
 #include <hookhost/hook.h>
 
+#include "communicator.hpp"
 #include "hook_dispatch.hpp"
 #include "hook_state.hpp"
 #include "loader.hpp"
-#include "communicator.hpp"
 #include "params.hpp"
 #include "session.hpp"
 
@@ -106,9 +106,7 @@ struct CallStats {
   std::chrono::nanoseconds mean() const {
     return timed_calls ? total / static_cast<int64_t>(timed_calls) : std::chrono::nanoseconds{0};
   }
-  std::chrono::nanoseconds estimated_total() const {
-    return mean() * static_cast<int64_t>(calls);
-  }
+  std::chrono::nanoseconds estimated_total() const { return mean() * static_cast<int64_t>(calls); }
 };
 
 struct HookReport {
