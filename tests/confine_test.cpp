@@ -43,11 +43,27 @@ class Confine : public ::testing::Test {
   void SetUp() override {
     plugins_ = dir_ / "plugins";
     fs::create_directories(plugins_);
-    for (const char* name :
-         {"hostile_ptrace", "hostile_kill", "hostile_process_vm_readv", "hostile_unshare",
-          "hostile_mount", "hostile_bpf", "hostile_keyctl", "hostile_io_uring", "confined_probe",
-          "hostile_read", "hostile_write", "hostile_connect", "hostile_exec", "hostile_fork_bomb",
-          "hostile_proc_mem", "hostile_big_file", "hostile_garbage"})
+    for (const char* name : {"hostile_ptrace",
+                             "hostile_kill",
+                             "hostile_process_vm_readv",
+                             "hostile_unshare",
+                             "hostile_mount",
+                             "hostile_bpf",
+                             "hostile_keyctl",
+                             "hostile_io_uring",
+                             "confined_probe",
+                             "hostile_read",
+                             "hostile_write",
+                             "hostile_connect",
+                             "hostile_exec",
+                             "hostile_fork_bomb",
+                             "hostile_proc_mem",
+                             "hostile_big_file",
+                             "hostile_garbage",
+                             "hostile_read_declared",
+                             "hostile_write_declared",
+                             "hostile_connect_declared",
+                             "hostile_exec_declared"})
       copy_plugin(fixture_plugin(name), plugins_);
   }
   // linreg for one epoch (4 steps): the plugin, sandboxed, then the lifecycle trace, sandboxed.
@@ -171,6 +187,10 @@ TEST_F(Confine, AFileOutsideThePolicyCannotBeReadUnlessAllowed) {
   r = run("hostile_read", "path = " + secret.string() + "\nallow_read = " + secret.string());
   EXPECT_THAT(r.out, HasSubstr("bytes: the secret): ok"));
   expect_job_intact(r);
+  // The twin whose plugin declares it reads the file its parameter names.
+  r = run("hostile_read_declared", "path = " + secret.string());
+  EXPECT_THAT(r.out, HasSubstr("bytes: the secret): ok"));
+  expect_job_intact(r);
 }
 
 TEST_F(Confine, AFileOutsideTheRunFolderCannotBeWrittenUnlessAllowed) {
@@ -194,6 +214,11 @@ TEST_F(Confine, AFileOutsideTheRunFolderCannotBeWrittenUnlessAllowed) {
                                "\nallow_write = " + elsewhere.string());
   EXPECT_THAT(r.out, HasSubstr("planted.txt: ok"));
   EXPECT_EQ(read_file(elsewhere / "planted.txt"), "written by hostile_write\n");
+  expect_job_intact(r);
+  // The twin whose plugin declares it writes the file its parameter names (its folder is made).
+  r = run("hostile_write_declared", "path = " + (dir_ / "made" / "declared.txt").string());
+  EXPECT_THAT(r.out, HasSubstr("declared.txt: ok"));
+  EXPECT_EQ(read_file(dir_ / "made" / "declared.txt"), "written by hostile_write\n");
   expect_job_intact(r);
 }
 
@@ -241,6 +266,13 @@ TEST_F(Confine, TheNetworkIsClosedUnlessAllowed) {
   EXPECT_THAT(r.out, HasSubstr("hostile: connect(127.0.0.1): ok"));
   EXPECT_EQ(listener.take(), "hello from hostile_connect\n");
   expect_job_intact(r);
+  r = run("hostile_connect_declared", port);
+  EXPECT_THAT(r.out, HasSubstr("hostile: connect(127.0.0.1): ok"));
+  EXPECT_EQ(listener.take(), "hello from hostile_connect\n");
+  // The operator takes back what the plugin declares.
+  r = run("hostile_connect_declared", port + "\nallow_network = false");
+  EXPECT_THAT(r.out, HasSubstr("hostile: socket(AF_INET): failed: EPERM"));
+  EXPECT_EQ(listener.take(), std::nullopt);
 }
 
 TEST_F(Confine, NoProgramStartsAndNoProcessForksUnlessAllowed) {
@@ -253,6 +285,9 @@ TEST_F(Confine, NoProgramStartsAndNoProcessForksUnlessAllowed) {
   expect_job_intact(r);
   // The twins: a hook that may start processes runs /bin/sh, and forks.
   r = run("hostile_exec", "allow_processes = true");
+  EXPECT_THAT(r.out, HasSubstr("hostile: execve(/bin/sh) ran, exit 7: ok"));
+  expect_job_intact(r);
+  r = run("hostile_exec_declared", "");
   EXPECT_THAT(r.out, HasSubstr("hostile: execve(/bin/sh) ran, exit 7: ok"));
   expect_job_intact(r);
   r = run("hostile_fork_bomb", "signal = 8\nallow_processes = true");

@@ -1,4 +1,11 @@
 /* Opens a TCP connection to 127.0.0.1:`port` (a listener the test started) and sends a line. */
+/* Built twice: as itself, and as its benign twin that declares the need in its note. */
+#ifdef HOSTILE_DECLARES_NEEDS
+#define HH_PLUGIN_NEEDS HH_NEEDS_NETWORK
+#define HOSTILE_ID "hostile_connect_declared"
+#else
+#define HOSTILE_ID "hostile_connect"
+#endif
 #include "hostile.h"
 
 #include <arpa/inet.h>
@@ -27,5 +34,5 @@ static void hostile_attempt(hostile* h) {
 
 #define HOSTILE_CONNECT_PARAMS(P) P(port, INT, REQUIRED, "", "the TCP port on 127.0.0.1")
 
-HH_PLUGIN_DEFINE("hostile_connect", "1.0.0", "Test fixture: connects to a local TCP port",
+HH_PLUGIN_DEFINE(HOSTILE_ID, "1.0.0", "Test fixture: connects to a local TCP port",
                  HOSTILE_CONNECT_PARAMS, hostile_create)

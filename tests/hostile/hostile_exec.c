@@ -1,5 +1,12 @@
 /* Starts /bin/sh: fork, then execve in the child, which exits 7 when the shell ran; the runner
  * reports the fork's and the exec's result. */
+/* Built twice: as itself, and as its benign twin that declares the need in its note. */
+#ifdef HOSTILE_DECLARES_NEEDS
+#define HH_PLUGIN_NEEDS HH_NEEDS_PROCESSES
+#define HOSTILE_ID "hostile_exec_declared"
+#else
+#define HOSTILE_ID "hostile_exec"
+#endif
 #include "hostile.h"
 
 #include <sys/wait.h>
@@ -37,5 +44,4 @@ static void hostile_attempt(hostile* h) {
   close(result[0]);
 }
 
-HH_PLUGIN_DEFINE("hostile_exec", "1.0.0", "Test fixture: starts /bin/sh", HH_NO_PARAMS,
-                 hostile_create)
+HH_PLUGIN_DEFINE(HOSTILE_ID, "1.0.0", "Test fixture: starts /bin/sh", HH_NO_PARAMS, hostile_create)

@@ -1,4 +1,11 @@
 /* Reads the file `path` names (a file outside everything the hook's policy lets it read). */
+/* Built twice: as itself, and as its benign twin that declares the need in its note. */
+#ifdef HOSTILE_DECLARES_NEEDS
+#define HH_PLUGIN_NEEDS HH_NEEDS_READ_PARAM(path)
+#define HOSTILE_ID "hostile_read_declared"
+#else
+#define HOSTILE_ID "hostile_read"
+#endif
 #include "hostile.h"
 
 #include <fcntl.h>
@@ -18,5 +25,5 @@ static void hostile_attempt(hostile* h) {
 
 #define HOSTILE_READ_PARAMS(P) P(path, STRING, REQUIRED, "", "the file to read")
 
-HH_PLUGIN_DEFINE("hostile_read", "1.0.0", "Test fixture: reads a file", HOSTILE_READ_PARAMS,
+HH_PLUGIN_DEFINE(HOSTILE_ID, "1.0.0", "Test fixture: reads a file", HOSTILE_READ_PARAMS,
                  hostile_create)

@@ -1,4 +1,11 @@
 /* Creates the file `path` names and writes a line to it (outside the hook's run folder). */
+/* Built twice: as itself, and as its benign twin that declares the need in its note. */
+#ifdef HOSTILE_DECLARES_NEEDS
+#define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
+#define HOSTILE_ID "hostile_write_declared"
+#else
+#define HOSTILE_ID "hostile_write"
+#endif
 #include "hostile.h"
 
 #include <fcntl.h>
@@ -18,5 +25,5 @@ static void hostile_attempt(hostile* h) {
 
 #define HOSTILE_WRITE_PARAMS(P) P(path, STRING, REQUIRED, "", "the file to create and write")
 
-HH_PLUGIN_DEFINE("hostile_write", "1.0.0", "Test fixture: writes a file", HOSTILE_WRITE_PARAMS,
+HH_PLUGIN_DEFINE(HOSTILE_ID, "1.0.0", "Test fixture: writes a file", HOSTILE_WRITE_PARAMS,
                  hostile_create)
