@@ -408,5 +408,82 @@ TEST_F(Confine, APathTheOperatorAllowsMustExist) {
               HasSubstr((dir_ / "nowhere").string() + " (allow_read), which does not exist"));
 }
 
+TEST_F(Confine, AllUntrustedSandboxesAndConfinesEveryHookOfAPluginNotHookhostsOwn) {
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\nconfine = all-untrusted\n\n[workload]\nname = linreg\n"
+             "epochs = 1\n\n[hook.hostile]\nplugin = hostile_write\npath = " +
+                 (dir_ / "planted.txt").string() +
+                 "\n\n[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
+  ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                  plugins_.string(), "--fresh"},
+                                 dir_.path());
+  r.out += r.err;
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_write'): running it with "
+                               "isolation = process, confined, because [run] confine = "
+                               "all-untrusted"));
+  EXPECT_THAT(r.out, HasSubstr("planted.txt: failed: EACCES"));
+  EXPECT_FALSE(fs::exists(dir_ / "planted.txt"));
+  // hookhost's own plugin stays in process, its outputs where they always were.
+  EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace' (plugin 'lifecycle_trace'): running it with")));
+  expect_job_intact(r);
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "trace.jsonl"));
+}
+
+TEST_F(Confine, RequiredRunsTheHookWhereTheKernelEnforcesEverything) {
+  // This kernel has Landlock (ABI 4 and up: TCP) and seccomp; elsewhere the hook would be refused
+  // at start, naming what is missing.
+  const ProcessResult r = run("hostile_connect", "port = 1\nconfine = required");
+  if (r.out.find("cannot start the sandbox: confine = required") != std::string::npos) {
+    EXPECT_THAT(r.out, HasSubstr("this kernel cannot enforce"));
+    GTEST_SKIP() << "this kernel cannot enforce the whole policy: " << r.out;
+  }
+  EXPECT_THAT(r.out, HasSubstr("hostile: socket(AF_INET): failed: EPERM"));
+  expect_job_intact(r);
+}
+
+TEST_F(Confine, RequiredOnAnInProcessHookIsAConfigError) {
+  const ProcessResult r =
+      run("hostile_connect", "port = 1\nisolation = in_process\nconfine = required");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("[hook.hostile] confine"));
+  EXPECT_THAT(r.out, HasSubstr("runs in process, where nothing can confine it"));
+}
+
+TEST_F(Confine, AnIsolationGroupSharesTheUnionOfItsMembersPolicies) {
+  const fs::path a = dir_ / "a", b = dir_ / "b";
+  fs::create_directories(a);
+  fs::create_directories(b);
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\nisolation = process\nisolation_group = g\n\n[workload]\n"
+             "name = linreg\nepochs = 1\n\n[hook.one]\nplugin = hostile_write\npath = " +
+                 (a / "one.txt").string() + "\nallow_write = " + a.string() +
+                 "\n\n[hook.two]\nplugin = hostile_write\npath = " + (b / "two.txt").string() +
+                 "\nallow_write = " + b.string() +
+                 "\n\n[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
+  ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                  plugins_.string(), "--fresh"},
+                                 dir_.path());
+  r.out += r.err;
+  EXPECT_THAT(r.out, HasSubstr("one.txt: ok"));
+  EXPECT_THAT(r.out, HasSubstr("two.txt: ok"));
+  EXPECT_TRUE(fs::exists(a / "one.txt"));
+  EXPECT_TRUE(fs::exists(b / "two.txt"));
+  expect_job_intact(r);
+}
+
+TEST_F(Confine, MembersOfAGroupMustAgreeOnTheirLimits) {
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\nisolation = process\nisolation_group = g\n\n[workload]\n"
+             "name = linreg\nepochs = 1\n\n[hook.one]\nplugin = confined_probe\n"
+             "limit_cpu_secs = 10\n\n[hook.two]\nplugin = confined_probe\nlimit_cpu_secs = 20\n");
+  ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                  plugins_.string(), "--fresh"},
+                                 dir_.path());
+  r.out += r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hooks 'one' and 'two' share isolation_group 'g' but ask for "
+                               "different limits"));
+}
+
 }  // namespace
 }  // namespace hookhost::testing
