@@ -485,5 +485,25 @@ TEST_F(Confine, MembersOfAGroupMustAgreeOnTheirLimits) {
                                "different limits"));
 }
 
+// hookhost check runs the plugin confined to what it declares, and names each attempt beyond it
+// with the line its note lacks.
+TEST_F(Confine, CheckNamesACallOutsideTheDeclaredPolicyAndTheLineToDeclareIt) {
+  LocalListener listener;
+  const std::string port = "port=" + std::to_string(listener.port());
+  ProcessResult r = run_hookhost(
+      {"check", (plugins_ / "hostile_connect.so").string(), "--set", port}, dir_.path());
+  r.out += r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("tried to open a network socket (socket, AF_INET)"));
+  EXPECT_THAT(r.out, HasSubstr("add the line needs.network=1 to its note"));
+  EXPECT_EQ(listener.take(), std::nullopt);
+  // The twin that declares the network passes, and reaches the listener.
+  r = run_hookhost({"check", (plugins_ / "hostile_connect_declared.so").string(), "--set", port},
+                   dir_.path());
+  r.out += r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("denied by its capability policy"))) << r.out;
+  EXPECT_NE(listener.take(), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hookhost::testing

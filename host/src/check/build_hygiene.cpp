@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
-#include "support/display_text.hpp"
 #include "plugins/libelf_support.hpp"
 #include "plugins/trust.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace hookhost::check {

@@ -15,6 +15,9 @@ std::string why_it_matters(const std::string& kind) {
       {"metadata",
        "the host refuses to load it: the note (what 'plugins list' shows and what configurations "
        "are checked against) must describe the code that runs"},
+      {"capability",
+       "a confined hook's runner (every sandboxed hook's, by default) refuses the call: the hook "
+       "sees an error, or, for a call no hook may make, its runner is stopped"},
       {"crash",
        "in process this takes the whole job down, every other hook and the training with it; "
        "sandboxed, the hook loses what it held since its last state_put and costs a restart"},

@@ -3,10 +3,10 @@
 #include <system_error>
 
 #include "hookhost/host/params.hpp"
-#include "support/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/imports.hpp"
 #include "plugins/libelf_support.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost::check {
 

@@ -2,6 +2,7 @@
 
 #include "check/failing_hook.hpp"
 #include "hookhost/host/params.hpp"
+#include "job/hook_policy.hpp"
 #include "testing/harness_run.hpp"
 #include "testing/scripted_workload.hpp"
 
@@ -54,6 +55,13 @@ testing::HarnessHook hook_under_check(const CheckTarget& target, const RunSpec& 
   hook.settings = HookSettings{target.instance, 0, FailurePolicy::keep_going};
   hook.settings.on_crash = CrashPolicy::disable;
   hook.params = resolve_params(target.plugin->metadata(), target.instance, spec.params);
+  // Under the policy its plugin declares, as a job confines it by default: the scenario's run
+  // folder is its own, relative paths are taken from the current folder (as --set's are).
+  JobConfig config;
+  HookConfig section;
+  section.name = target.instance;
+  const PlannedHook planned{&section, target.plugin, hook.params, EffectiveIsolation{}, {}};
+  hook.sandbox.policy = hook_policy(config, planned, spec.run_dir);
   return hook;
 }
 

@@ -165,6 +165,19 @@ void judge_call(const CheckTarget& target, const RunSpec& spec, const RunOutcome
                             "nothing provoked an error, but it " + said));
 }
 
+// What a plugin that made the denied call the host names in `line` declares to be allowed it.
+std::string capability_advice(const std::string& line) {
+  for (const char* call : {"(socket", "(connect"})
+    if (contains(line, call))
+      return " — if it needs the network, add the line needs.network=1 to its note "
+             "(#define HH_PLUGIN_NEEDS HH_NEEDS_NETWORK before including hookhost's headers)";
+  for (const char* call : {"(fork", "(vfork", "(clone", "(execve"})
+    if (contains(line, call))
+      return " — if it needs to start processes, add the line needs.processes=1 to its note "
+             "(#define HH_PLUGIN_NEEDS HH_NEEDS_PROCESSES before including hookhost's headers)";
+  return " — no declaration allows this call: a hook must not make it";
+}
+
 void judge_log(const CheckTarget& target, const RunSpec& spec, const RunOutcome& outcome,
                std::vector<Finding>& found) {
   const std::string own_failure = "hook '" + target.instance + "' (plugin '";
@@ -172,7 +185,10 @@ void judge_log(const CheckTarget& target, const RunSpec& spec, const RunOutcome&
     if (record.level < spdlog::level::err) continue;
     const std::string text = display_text(record.text, 1024);
     if (record.logger == target.instance) {
-      if (record.text.starts_with("plugin misbehaving: ")) {
+      if (contains(record.text, "denied by its capability policy")) {
+        found.push_back(finding(Severity::violation, "capability", spec, "", std::nullopt,
+                                text + capability_advice(record.text)));
+      } else if (record.text.starts_with("plugin misbehaving: ")) {
         found.push_back(finding(Severity::violation, "invalid-output", spec, "", std::nullopt,
                                 "the host refused a call it made: " +
                                     text.substr(std::string_view("plugin misbehaving: ").size())));
