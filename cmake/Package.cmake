@@ -30,7 +30,7 @@ install(FILES "${CMAKE_CURRENT_BINARY_DIR}/package/hookhostConfig.cmake"
 # runtime archives use each other (src/README.md), so the runtime comes again after the plugins.
 set(HOOKHOST_PC_LIBS
     "-lhookhost_testing -lhookhost_job -lhookhost_sandbox -lhookhost_runtime -lhookhost_plugins \
--lhookhost_runtime -lhookhost_support")
+-lhookhost_runtime -lhookhost_confine -lhookhost_support")
 set(_pc_files hookhost-plugin hookhost)
 if(TARGET hookhost_mpi)
   list(APPEND _pc_files hookhost-mpi)
