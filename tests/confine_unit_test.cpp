@@ -43,7 +43,7 @@ using testing::write_file;
 struct Outcome {
   int status = 0;      // waitpid's
   std::string report;  // what the child wrote, "" when it died first
-  std::vector<ViolationRecord> records;
+  std::vector<Violation> records;
 };
 
 void write_all(int fd, const std::string& text) {
@@ -88,10 +88,10 @@ Outcome in_child(const std::function<std::string(int violation_fd)>& body) {
   const std::string records = read_all(violations[0]);
   ::close(report[0]);
   ::close(violations[0]);
-  EXPECT_EQ(records.size() % sizeof(ViolationRecord), 0u);
-  out.records.resize(records.size() / sizeof(ViolationRecord));
-  if (!out.records.empty())
-    std::memcpy(out.records.data(), records.data(), out.records.size() * sizeof(ViolationRecord));
+  ViolationReader reader;
+  reader.append(records.data(), records.size());
+  for (Violation violation; reader.next(&violation);) out.records.push_back(violation);
+  EXPECT_FALSE(reader.corrupt());
   ::waitpid(pid, &out.status, 0);
   return out;
 }
@@ -169,6 +169,83 @@ TEST_F(ConfineApply, WritesOutsideTheWriteSetAreDeniedInsideWork) {
   EXPECT_EQ(o.report, "EACCES EACCES EACCES ok ok ok");
   EXPECT_FALSE(std::filesystem::exists(dir_ / "outside" / "new.txt"));
   EXPECT_TRUE(std::filesystem::is_directory(dir_ / "writable" / "sub"));
+}
+
+// Landlock decides; the filter only traps file calls so that a refusal reaches the host named,
+// with the path resolved as the process saw it.
+TEST_F(ConfineApply, ARefusedFileCallIsRecordedWithItsAbsolutePath) {
+  policy_.read.push_back(path("outside/secret.txt"));  // not the folder
+  write_file(dir_ / "outside" / "other.txt", "");
+  write_file(dir_ / "writable" / "x", "");
+  const Outcome o = confined(policy_, [&] {
+    set_current_instance(7);
+    std::string text = open_result(path("outside/other.txt"), O_WRONLY | O_CREAT);
+    if (::chdir(path("readable").c_str()) != 0) return std::string("chdir failed");
+    text += " " + open_result("../outside/../outside/other.txt", O_RDONLY);
+    text += " " + open_result("data.txt", O_RDONLY);  // allowed: no record
+    const int folder = ::open(path("writable").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    text += " " + result(::renameat(folder, "x", AT_FDCWD, path("outside/x").c_str()));
+    text += " " + result(::mkdir(path("outside/made").c_str(), 0755));
+    ::close(folder);
+    return text;
+  });
+  EXPECT_TRUE(exited_cleanly(o));
+  EXPECT_EQ(o.report, "EACCES EACCES ok EACCES EACCES");
+  ASSERT_EQ(o.records.size(), 4u);
+  EXPECT_EQ(o.records[0].record.instance, 7u);
+  EXPECT_EQ(o.records[0].record.writes, 1u);
+  EXPECT_EQ(o.records[0].path, path("outside/other.txt"));
+  EXPECT_EQ(describe_violation(o.records[0]).what, "write a file");
+  EXPECT_EQ(describe_violation(o.records[0]).call, "openat");
+  // Relative to the working folder, as written (the host compares names, lexically).
+  EXPECT_EQ(o.records[1].path, path("readable") + "/../outside/../outside/other.txt");
+  EXPECT_EQ(o.records[1].record.writes, 0u);
+  EXPECT_EQ(describe_violation(o.records[1]).what, "read a file");
+  EXPECT_EQ(describe_violation(o.records[2]).call, "renameat");
+  EXPECT_EQ(describe_violation(o.records[2]).detail,
+            path("writable") + "/x -> " + path("outside/x"));
+  EXPECT_EQ(describe_violation(o.records[3]).what, "create a folder");
+  EXPECT_EQ(describe_violation(o.records[3]).call, "mkdir");
+  // Against the policy: the host names the refusals that are the policy's.
+  EXPECT_FALSE(policy_allows(policy_, 0, o.records[1].path, false));
+  EXPECT_TRUE(policy_allows(policy_, 0, path("readable") + "/../outside/secret.txt", false));
+  EXPECT_FALSE(policy_allows(policy_, 0, path("outside/secret.txt"), true));
+  EXPECT_TRUE(policy_allows(policy_, 0, path("writable/deep/new.txt"), true));
+  EXPECT_FALSE(policy_allows(policy_, 0, path("writable-not"), false));
+  EXPECT_TRUE(policy_allows(policy_, 0, "/usr/lib/os-release", false));
+}
+
+// A path longer than a record holds keeps its end, the part that names the file.
+TEST_F(ConfineApply, ARefusedPathPastTheRecordsRoomKeepsItsEnd) {
+  std::string deep = path("outside");
+  while (deep.size() < 3000) deep += "/" + std::string(200, 'd');
+  std::filesystem::create_directories(deep);
+  deep += "/end.txt";
+  write_file(deep, "");
+  const Outcome o = confined(policy_, [&] { return open_result(deep, O_RDONLY); });
+  EXPECT_EQ(o.report, "EACCES");
+  ASSERT_EQ(o.records.size(), 1u);
+  EXPECT_EQ(o.records[0].path.size(), kMaxViolationPathBytes);
+  EXPECT_TRUE(o.records[0].path.ends_with("/end.txt"));
+}
+
+// Where processes are allowed, a program the hook starts keeps the filter but not the handler:
+// file calls are not trapped there (Landlock still refuses them, unnamed).
+TEST_F(ConfineApply, FileCallsAreNotTrappedWhereProcessesAreAllowed) {
+  policy_.processes = true;
+  const Outcome o = confined(policy_, [&] {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::signal(SIGSYS, SIG_DFL);  // as after execve: a trap would end it
+      const int fd = ::open(path("outside/secret.txt").c_str(), O_RDONLY | O_CLOEXEC);
+      ::_exit(fd < 0 && errno == EACCES ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "killed";
+  });
+  EXPECT_EQ(o.report, "exit 0");
+  EXPECT_TRUE(o.records.empty());
 }
 
 // A rule on a file keeps only the rights that apply to files (the kernel refuses the others).
@@ -285,8 +362,8 @@ TEST_F(ConfineApply, TcpConnectIsRefusedWithoutTheNetworkAndWorksWithIt) {
   const Outcome off = confined(policy_, [&] { return connect_to(listener.port()); });
   EXPECT_EQ(off.report, "socket EPERM");
   ASSERT_EQ(off.records.size(), 1u);
-  EXPECT_EQ(off.records[0].nr, __NR_socket);
-  EXPECT_EQ(off.records[0].fatal, 0u);
+  EXPECT_EQ(off.records[0].record.nr, __NR_socket);
+  EXPECT_EQ(off.records[0].record.fatal, 0u);
   EXPECT_EQ(describe_violation(off.records[0]).detail, "AF_INET");
   policy_.network = true;
   const Outcome on = confined(policy_, [&] { return connect_to(listener.port()); });
@@ -336,7 +413,7 @@ TEST_F(ConfineApply, ForkIsRefusedWithoutProcessesAndWorksWithThem) {
   const Outcome off = confined(policy_, fork_and_wait);
   EXPECT_EQ(off.report, "fork EPERM");
   ASSERT_EQ(off.records.size(), 1u);
-  EXPECT_EQ(off.records[0].nr, __NR_clone);  // glibc's fork is clone(SIGCHLD)
+  EXPECT_EQ(off.records[0].record.nr, __NR_clone);  // glibc's fork is clone(SIGCHLD)
   EXPECT_EQ(describe_violation(off.records[0]).what, "start a process");
   policy_.processes = true;
   const Outcome on = confined(policy_, fork_and_wait);
@@ -368,7 +445,7 @@ TEST_F(ConfineApply, ASignalToAnotherProcessFailsAndIsRecordedWithItsInstance) {
   EXPECT_TRUE(exited_cleanly(o));
   EXPECT_EQ(o.report, "EPERM ok");
   ASSERT_EQ(o.records.size(), 1u);
-  const ViolationRecord& r = o.records[0];
+  const ViolationRecord& r = o.records[0].record;
   EXPECT_EQ(r.magic, kViolationMagic);
   EXPECT_EQ(r.nr, __NR_kill);
   EXPECT_EQ(r.fatal, 0u);
@@ -390,9 +467,9 @@ TEST_F(ConfineApply, PtraceEndsTheRunnerBySigsysAfterARecord) {
   ASSERT_TRUE(WIFSIGNALED(o.status)) << o.status;
   EXPECT_EQ(WTERMSIG(o.status), SIGSYS);
   ASSERT_EQ(o.records.size(), 1u);
-  EXPECT_EQ(o.records[0].fatal, 1u);
-  EXPECT_EQ(o.records[0].instance, 7u);
-  EXPECT_EQ(o.records[0].nr, __NR_ptrace);
+  EXPECT_EQ(o.records[0].record.fatal, 1u);
+  EXPECT_EQ(o.records[0].record.instance, 7u);
+  EXPECT_EQ(o.records[0].record.nr, __NR_ptrace);
   const ViolationText text = describe_violation(o.records[0]);
   EXPECT_EQ(text.call, "ptrace");
   EXPECT_EQ(text.what, "attach a debugger to a process");
@@ -409,7 +486,7 @@ TEST_F(ConfineApply, ANamespaceCloneEndsTheRunner) {
   ASSERT_TRUE(WIFSIGNALED(o.status)) << o.report;
   EXPECT_EQ(WTERMSIG(o.status), SIGSYS);
   ASSERT_EQ(o.records.size(), 1u);
-  EXPECT_EQ(o.records[0].fatal, 1u);
+  EXPECT_EQ(o.records[0].record.fatal, 1u);
   EXPECT_EQ(describe_violation(o.records[0]).what, "create or enter a namespace");
 }
 

@@ -167,6 +167,22 @@ void judge_call(const CheckTarget& target, const RunSpec& spec, const RunOutcome
 
 // What a plugin that made the denied call the host names in `line` declares to be allowed it.
 std::string capability_advice(const std::string& line) {
+  if (contains(line, "(the call failed with EACCES)")) {
+    // "... tried to read a file (openat, /x/y): denied ...": the path follows the call's name.
+    const size_t open = line.find(" (", line.find(" tried to "));
+    const size_t comma = line.find(", ", open);
+    const size_t close = line.find("): denied by", comma);
+    const std::string path = comma < close ? line.substr(comma + 2, close - comma - 2) : "PATH";
+    const bool reads = contains(line, "tried to read a file") || contains(line, "tried to list");
+    const std::string key = reads ? "read" : "write";
+    const std::string macro = reads ? "HH_NEEDS_READ" : "HH_NEEDS_WRITE";
+    return " — if it needs this, add the line needs." + key + "=" + path +
+           " to its note (#define HH_PLUGIN_NEEDS " + macro + "(\"" + path +
+           "\") before including hookhost's headers, or " + macro +
+           "_PARAM(name) when a parameter names the path), or let one instance have it with "
+           "allow_" +
+           key + " = " + path + " in its config section";
+  }
   for (const char* call : {"(socket", "(connect"})
     if (contains(line, call))
       return " — if it needs the network, add the line needs.network=1 to its note "

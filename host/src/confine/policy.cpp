@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <string_view>
 
@@ -48,14 +50,14 @@ bool parse_count(std::string_view text, uint64_t max, uint64_t* out) {
 
 }  // namespace
 
-std::vector<std::string> system_read_paths() {
+std::vector<std::string> system_read_paths(int runner) {
   // The loader's cache and the system's libraries (merged /usr or not), the files glibc reads for
   // time zones and CPU counts, CPython 3.11's site configuration, and the devices runtimes open
   // for reading. /proc/<this pid> lets the process read its own maps and status
   // (pthread_getattr_np, ASan, Python's resource module) and dlopen the sealed memfd the host
   // sends through /proc/<pid>/fd/N; it is this process's folder only, so /proc/<host pid>
   // (its mem, its environ) stays closed.
-  const std::string own_proc = "/proc/" + std::to_string(::getpid());
+  const std::string own_proc = "/proc/" + std::to_string(runner ? runner : ::getpid());
   const std::string candidates[] = {
       "/usr",
       "/lib",
@@ -80,6 +82,25 @@ std::vector<std::string> system_read_paths() {
   for (const std::string& path : candidates)
     if (exists(path)) paths.push_back(path);
   return paths;
+}
+
+bool policy_allows(const CapabilityPolicy& policy, int runner, const std::string& path,
+                   bool write) {
+  const std::filesystem::path wanted = std::filesystem::path(path).lexically_normal();
+  auto beneath = [&](const std::string& root) {
+    const std::filesystem::path base = std::filesystem::path(root).lexically_normal();
+    auto [end, unused] = std::mismatch(base.begin(), base.end(), wanted.begin(), wanted.end());
+    (void)unused;
+    return end == base.end() || (std::next(end) == base.end() && end->empty());  // "dir/" too
+  };
+  for (const std::string& root : policy.write)
+    if (beneath(root)) return true;
+  if (write) return false;
+  for (const std::string& root : policy.read)
+    if (beneath(root)) return true;
+  for (const std::string& root : system_read_paths(runner))
+    if (beneath(root)) return true;
+  return false;
 }
 
 std::vector<std::string> runner_args(const CapabilityPolicy& policy) {

@@ -38,8 +38,13 @@ struct CapabilityPolicy {
 };
 
 // What every confined runner may read besides the policy's paths: the dynamic loader's and the C
-// and C++ runtimes' files.
-std::vector<std::string> system_read_paths();
+// and C++ runtimes' files, and /proc/<runner> (`runner`: 0 for the calling process).
+std::vector<std::string> system_read_paths(int runner = 0);
+
+// Whether the policy gives the runner `runner` the access to the absolute path `path` (compared
+// by name, as written: a symbolic link inside an allowed folder that leads out of it is not
+// followed). Used to tell a refusal of the policy from one of the file's own permissions.
+bool policy_allows(const CapabilityPolicy& policy, int runner, const std::string& path, bool write);
 
 // The runner's command-line arguments that carry `policy` ("--read", PATH, ..., "--network", ...,
 // "--files-open"),

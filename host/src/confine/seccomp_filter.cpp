@@ -79,6 +79,11 @@ std::string load_seccomp_filter(const CapabilityPolicy& policy) {
         break;
     }
   }
+  // Calls on files trap only to be named: the handler makes them itself, with the magic in the
+  // sixth argument that none of them uses, and Landlock decides.
+  if (policy.restrict_files && names_file_denials(policy.processes))
+    for (const FileCall& call : file_calls())
+      add(call.name, call.nr, SCMP_ACT_TRAP, {SCMP_A5(SCMP_CMP_NE, kFileCallPassMagic)});
   // clone3 takes its flags in memory, where a filter cannot read them: ENOSYS makes glibc fall
   // back to clone, whose flags the rules above see.
   add("clone3", SCMP_SYS(clone3), SCMP_ACT_ERRNO(ENOSYS), {});

@@ -2,7 +2,8 @@
 // (confine/violation.hpp): calls no hook needs trap and end the runner (SIGSYS) after a record;
 // ordinary denials (signals to other processes, the network, new processes, as the policy says)
 // trap too, write a record and fail with EPERM; clone3 fails with ENOSYS so glibc uses clone,
-// whose flags the filter sees; a new SIGSYS handler is refused so the reporter stays.
+// whose flags the filter sees; a new SIGSYS handler is refused so the reporter stays. Calls on
+// files trap where names_file_denials() says, only so that a Landlock refusal can be named.
 #pragma once
 
 #include <string>

@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/audit.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -99,6 +101,36 @@ constexpr DeniedCall kDeniedCalls[] = {
 // clang-format on
 #undef HH_CALL
 
+constexpr const char* kOpens = "";  // an open's words come from its flags
+// clang-format off
+#define HH_FILE(name, dirfd, path, dirfd2, path2, access, flags, what) \
+  FileCall{__NR_##name, #name, dirfd, path, dirfd2, path2, FileAccess::access, flags, what}
+constexpr FileCall kFileCalls[] = {
+#ifdef __NR_open
+    HH_FILE(open, -1, 0, -1, -1, open_flags, 1, kOpens),
+    HH_FILE(creat, -1, 0, -1, -1, write, -1, "write a file"),
+    HH_FILE(mkdir, -1, 0, -1, -1, write, -1, "create a folder"),
+    HH_FILE(rmdir, -1, 0, -1, -1, write, -1, "remove a folder"),
+    HH_FILE(unlink, -1, 0, -1, -1, write, -1, "remove a file"),
+    HH_FILE(rename, -1, 0, -1, 1, write, -1, "move a file"),
+    HH_FILE(link, -1, 0, -1, 1, write, -1, "link a file"),
+    HH_FILE(symlink, -1, 1, -1, -1, write, -1, "create a symbolic link"),
+    HH_FILE(mknod, -1, 0, -1, -1, write, -1, "create a special file"),
+#endif
+    HH_FILE(openat, 0, 1, -1, -1, open_flags, 2, kOpens),
+    HH_FILE(openat2, 0, 1, -1, -1, open_how, 2, kOpens),
+    HH_FILE(mkdirat, 0, 1, -1, -1, write, -1, "create a folder"),
+    HH_FILE(unlinkat, 0, 1, -1, -1, write, -1, "remove a file"),
+    HH_FILE(renameat, 0, 1, 2, 3, write, -1, "move a file"),
+    HH_FILE(renameat2, 0, 1, 2, 3, write, -1, "move a file"),
+    HH_FILE(linkat, 0, 1, 2, 3, write, -1, "link a file"),
+    HH_FILE(symlinkat, 1, 2, -1, -1, write, -1, "create a symbolic link"),
+    HH_FILE(mknodat, 0, 1, -1, -1, write, -1, "create a special file"),
+    HH_FILE(truncate, -1, 0, -1, -1, write, -1, "truncate a file"),
+};
+// clang-format on
+#undef HH_FILE
+
 bool matches(const DeniedCall& call, const uint64_t (&args)[6]) {
   if (call.when == DeniedWhen::clone_namespace) return (args[0] & clone_namespace_flags()) != 0;
   return true;
@@ -153,6 +185,100 @@ int g_violation_fd = -1;
   __builtin_unreachable();
 }
 
+// What follows is called from the SIGSYS handler: raw system calls and plain loops only.
+
+size_t copy_text(char* out, size_t cap, const char* text) {
+  size_t n = 0;
+  for (; text[n] && n < cap; ++n) out[n] = text[n];
+  return n;
+}
+
+// "/proc/self/fd/<fd>", in `out` (32 bytes), for readlink.
+void fd_link(long fd, char* out) {
+  char digits[24];
+  int n = 0;
+  unsigned long value = static_cast<unsigned long>(fd);
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value && n < 20);
+  size_t at = copy_text(out, 14, "/proc/self/fd/");
+  while (n) out[at++] = digits[--n];
+  out[at] = '\0';
+}
+
+// The absolute form of `path` relative to `dirfd` (AT_FDCWD: the working folder) as the process
+// sees it now, into out[0, cap); returns its length. Only for naming: Landlock has decided.
+size_t absolute_path(long dirfd, const char* path, char* out, size_t cap) {
+  size_t at = 0;
+  if (path[0] != '/') {
+    long n;
+    if (static_cast<int>(dirfd) == AT_FDCWD) {
+      n = ::syscall(SYS_getcwd, out, cap);  // the length with its NUL
+      n = n > 0 ? n - 1 : 0;
+    } else {
+      char link[32];
+      fd_link(dirfd, link);
+      n = ::syscall(SYS_readlinkat, AT_FDCWD, link, out, cap);
+      if (n < 0) n = 0;
+    }
+    at = static_cast<size_t>(n);
+    if (at > 0 && at < cap && out[at - 1] != '/') out[at++] = '/';
+  }
+  return at + copy_text(out + at, cap - at, path);
+}
+
+// Appends `text` (length `n`) to the record's paths, keeping its end if it does not fit.
+void append_path(char* paths, uint32_t* used, const char* text, size_t n) {
+  const size_t room = kMaxViolationPathBytes - *used;
+  if (n > room) {
+    text += n - room;
+    n = room;
+  }
+  for (size_t k = 0; k < n; ++k) paths[*used + k] = text[k];
+  *used += static_cast<uint32_t>(n);
+}
+
+bool opens_to_write(uint64_t flags) {
+  return (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) != 0;
+}
+
+// Makes a trapped file call itself, past the filter, and names it when Landlock refused it.
+long pass_file_call(const FileCall& call, const uint64_t (&args)[6], ViolationRecord* record) {
+  long rc = ::syscall(call.nr, args[0], args[1], args[2], args[3], args[4], kFileCallPassMagic);
+  rc = rc == -1 ? -errno : rc;
+  if (rc != -EACCES || g_violation_fd < 0) return rc;
+  if (call.access == FileAccess::write) {
+    record->writes = 1;
+  } else if (call.access == FileAccess::open_flags) {
+    record->writes = opens_to_write(args[call.flags_arg]) ? 1 : 0;
+  } else if (call.access == FileAccess::open_how) {
+    const auto* how = reinterpret_cast<const open_how*>(args[call.flags_arg]);
+    record->writes = opens_to_write(how->flags) ? 1 : 0;  // the kernel read it: it is mapped
+  }
+  struct Buffer {
+    ViolationRecord record;
+    char paths[kMaxViolationPathBytes];
+  } out;
+  static_assert(sizeof(Buffer) <= PIPE_BUF);
+  char path[4096 + 256];
+  auto dirfd = [&](int arg) { return arg < 0 ? long{AT_FDCWD} : static_cast<long>(args[arg]); };
+  uint32_t used = 0;
+  size_t n = absolute_path(dirfd(call.dirfd_arg),
+                           reinterpret_cast<const char*>(args[call.path_arg]), path, sizeof path);
+  append_path(out.paths, &used, path, n);
+  if (call.second_path_arg >= 0 && used < kMaxViolationPathBytes) {
+    out.paths[used++] = '\0';
+    n = absolute_path(dirfd(call.second_dirfd_arg),
+                      reinterpret_cast<const char*>(args[call.second_path_arg]), path, sizeof path);
+    append_path(out.paths, &used, path, n);
+  }
+  record->path_bytes = used;
+  out.record = *record;
+  (void)!::write(g_violation_fd, &out, sizeof(ViolationRecord) + used);
+  return rc;
+}
+
 void on_sigsys(int, siginfo_t* info, void* context) {
   if (info->si_code != kSiCodeSeccomp) return;  // a SIGSYS the process sent itself
   const int saved_errno = errno;
@@ -168,6 +294,13 @@ void on_sigsys(int, siginfo_t* info, void* context) {
   for (int k = 0; k < 6; ++k) record.args[k] = static_cast<uint64_t>(regs[order[k]]);
 #elif defined(__aarch64__)
   for (int k = 0; k < 6; ++k) record.args[k] = uc->uc_mcontext.regs[k];
+#endif
+#if defined(__x86_64__)
+  if (const FileCall* call = find_file_call(record.nr)) {
+    uc->uc_mcontext.gregs[REG_RAX] = pass_file_call(*call, record.args, &record);
+    errno = saved_errno;
+    return;
+  }
 #endif
   record.fatal = is_fatal(record.nr, record.args) ? 1 : 0;
   if (g_violation_fd >= 0) (void)!::write(g_violation_fd, &record, sizeof record);
@@ -189,6 +322,52 @@ std::span<const DeniedCall> denied_calls() {
   return kDeniedCalls;
 }
 
+std::span<const FileCall> file_calls() {
+  return kFileCalls;
+}
+
+const FileCall* find_file_call(int nr) {
+  for (const FileCall& call : kFileCalls)
+    if (call.nr == nr) return &call;
+  return nullptr;
+}
+
+bool names_file_denials(bool processes_allowed) {
+#if defined(__x86_64__)
+  return !processes_allowed;
+#else
+  (void)processes_allowed;
+  return false;
+#endif
+}
+
+void ViolationReader::append(const char* bytes, size_t size) {
+  if (corrupt_) return;
+  pending_.erase(0, used_);
+  used_ = 0;
+  pending_.append(bytes, size);
+}
+
+bool ViolationReader::next(Violation* out) {
+  if (corrupt_ || pending_.size() - used_ < sizeof(ViolationRecord)) return false;
+  ViolationRecord record;
+  std::memcpy(&record, pending_.data() + used_, sizeof record);
+  if (record.magic != kViolationMagic || record.path_bytes > kMaxViolationPathBytes) {
+    corrupt_ = true;  // no framing to trust past this: pass it on as read, paths dropped
+    record.path_bytes = 0;
+    *out = Violation{record, {}, {}};
+    return true;
+  }
+  if (pending_.size() - used_ < sizeof record + record.path_bytes) return false;
+  const std::string_view paths(pending_.data() + used_ + sizeof record, record.path_bytes);
+  used_ += sizeof record + record.path_bytes;
+  *out = Violation{record, {}, {}};
+  const size_t split = paths.find('\0');
+  out->path = std::string(paths.substr(0, split));
+  if (split != std::string_view::npos) out->second_path = std::string(paths.substr(split + 1));
+  return true;
+}
+
 uint64_t clone_namespace_flags() {
   // CLONE_NEWTIME sits in clone's exit-signal byte: only unshare and clone3 take it.
   return CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
@@ -198,6 +377,21 @@ uint64_t clone_namespace_flags() {
 bool is_fatal(int nr, const uint64_t (&args)[6]) {
   const DeniedCall* call = find_call(nr, args);
   return call && (call->when == DeniedWhen::always || call->when == DeniedWhen::clone_namespace);
+}
+
+ViolationText describe_violation(const Violation& violation) {
+  const ViolationRecord& record = violation.record;
+  const FileCall* call = find_file_call(record.nr);
+  if (record.magic != kViolationMagic || record.arch != kNativeArch || !call)
+    return describe_violation(record);
+  ViolationText text{call->what, call->name, violation.path};
+  if (call->access == FileAccess::open_flags || call->access == FileAccess::open_how)
+    text.what = record.writes ? "write a file" : "read a file";
+  if (call->access == FileAccess::open_flags && !record.writes &&
+      (record.args[call->flags_arg] & O_DIRECTORY))
+    text.what = "list a folder";
+  if (!violation.second_path.empty()) text.detail += " -> " + violation.second_path;
+  return text;
 }
 
 ViolationText describe_violation(const ViolationRecord& record) {

@@ -17,19 +17,45 @@ constexpr uint32_t kViolationMagic = 0x31564848;  // "HHV1" in memory order
 // from several threads never interleave (it is below PIPE_BUF).
 struct ViolationRecord {
   uint32_t magic;
-  uint32_t instance;  // the hook instance whose code was running, 0 when none
-  int32_t nr;         // the system call's number on `arch`
-  uint32_t arch;      // AUDIT_ARCH_*
-  uint32_t fatal;     // 1: a call no hook has a use for; the runner dies of SIGSYS after writing
-  uint32_t reserved;
+  uint32_t instance;    // the hook instance whose code was running, 0 when none
+  int32_t nr;           // the system call's number on `arch`
+  uint32_t arch;        // AUDIT_ARCH_*
+  uint16_t fatal;       // 1: a call no hook has a use for; the runner dies of SIGSYS after writing
+  uint16_t writes;      // a file call: 1 when it asked to create, change or remove
+  uint32_t path_bytes;  // the bytes after the record: a file call's path(s), '\0' between two
   uint64_t args[6];
 };
 static_assert(sizeof(ViolationRecord) == 72);
+// A record and its paths stay one write below PIPE_BUF; longer paths are cut (their end kept).
+constexpr uint32_t kMaxViolationPathBytes = 2048;
+
+// A record as the host reads it: the fixed part and the path(s) of a call on files.
+struct Violation {
+  ViolationRecord record{};
+  std::string path;         // absolute, as the runner resolved it; "" for calls on no file
+  std::string second_path;  // the other name of a rename or link
+};
+
+// Splits the bytes read from a runner's violation pipe into records. A record whose path length
+// is out of range is passed on as read, without paths, and ends the reading (`corrupt()`): what
+// follows cannot be framed.
+class ViolationReader {
+ public:
+  void append(const char* bytes, size_t size);
+  bool next(Violation* out);
+  bool corrupt() const { return corrupt_; }
+
+ private:
+  std::string pending_;
+  size_t used_ = 0;
+  bool corrupt_ = false;
+};
 
 // "attach a debugger to a process" / "ptrace" / "pid 1234".
 struct ViolationText {
   std::string what, call, detail;
 };
+ViolationText describe_violation(const Violation& violation);
 ViolationText describe_violation(const ViolationRecord& record);
 
 // When a call in the table is refused.
@@ -43,6 +69,35 @@ enum class DeniedWhen {
   clone_process,      // clone without CLONE_THREAD, unless processes are allowed
   clone_namespace,    // clone with a CLONE_NEW* flag: always, as `always`
 };
+
+// A call on files or folders that the runner traps only to name: its SIGSYS handler makes the call
+// itself (with kFileCallPassMagic as the unused sixth argument, which the filter lets through) and
+// hands its result back; Landlock alone decides, and an EACCES it returns is recorded with the
+// path. A plugin that passes the magic itself is still refused by Landlock, only not named.
+enum class FileAccess {
+  read,
+  write,
+  open_flags,  // by the open flags in argument `flags_arg`
+  open_how,    // by the flags of the struct open_how that argument `flags_arg` points to
+};
+struct FileCall {
+  int nr;
+  const char* name;
+  int dirfd_arg;  // the folder descriptor the path is relative to, or -1 (working folder)
+  int path_arg;
+  int second_dirfd_arg;  // rename, link: the other name's, or -1
+  int second_path_arg;   // or -1
+  FileAccess access;
+  int flags_arg;     // open_flags, open_how; else -1
+  const char* what;  // what a writing call does; an open is "read a file", "write a file"
+};
+constexpr uint64_t kFileCallPassMagic = 0x68686f6f6b706173;  // "sapkoohh" in memory order
+std::span<const FileCall> file_calls();
+const FileCall* find_file_call(int nr);
+// Trap the file calls (the filter adds the rules): x86_64 only, where the handler can set the
+// result; and not when processes are allowed, since a program the hook starts keeps the filter
+// but not the handler.
+bool names_file_denials(bool processes_allowed);
 
 struct DeniedCall {
   int nr;  // native number (<sys/syscall.h>)

@@ -10,6 +10,8 @@
 #include <tuple>
 
 #include "confine/kernel_support.hpp"
+#include "confine/policy.hpp"
+#include "confine/violation.hpp"
 #include "service_requests.hpp"
 #include "support/text.hpp"
 
@@ -55,9 +57,9 @@ class RunnerGroup::Routing final : public RunnerIo::Routing {
     return serve_request(*it->second.host, nullptr, in, reply, why);
   }
 
-  void violation(const confine::ViolationRecord& record) override {
+  void violation(const confine::Violation& violation) override {
     std::lock_guard lock(group_.members_mutex_);
-    group_.report_violation(record);
+    group_.report_violation(violation);
   }
 
  private:
@@ -78,13 +80,21 @@ uint32_t RunnerGroup::join(const hh_host& host, std::string hook_name, std::stri
   return id;
 }
 
-void RunnerGroup::report_violation(const confine::ViolationRecord& record) {
+void RunnerGroup::report_violation(const confine::Violation& violation) {
+  const confine::ViolationRecord& record = violation.record;
+  const bool file_call = record.path_bytes > 0 && confine::find_file_call(record.nr);
+  // An EACCES on a path the policy gives was the file's own permissions, not the policy.
+  if (file_call && options_.policy &&
+      confine::policy_allows(*options_.policy, process_.pid(), violation.path, record.writes) &&
+      (violation.second_path.empty() ||
+       confine::policy_allows(*options_.policy, process_.pid(), violation.second_path, true)))
+    return;
   // A record naming no member (a plugin thread's call between calls) is blamed on the runner.
   auto it = members_.find(record.instance);
   const bool named = it != members_.end();
   if (!named) it = members_.begin();
   if (it == members_.end()) return;  // nobody left to tell
-  const confine::ViolationText text = confine::describe_violation(record);
+  const confine::ViolationText text = confine::describe_violation(violation);
   const std::string who = named ? describe_hook(it->second.hook_name, it->second.plugin_id)
                                 : "a hook in " + runner_words(false);
   std::string words = who + " tried to " + text.what + " (" + text.call;
@@ -92,9 +102,10 @@ void RunnerGroup::report_violation(const confine::ViolationRecord& record) {
   words += ")";
   if (record.fatal) fatal_violation_ = words;
   if (!violations_seen_.insert(words).second) return;
-  words += record.fatal
-               ? ": denied by its capability policy; the calling process was stopped (SIGSYS)"
-               : ": denied by its capability policy (the call failed with EPERM)";
+  words += record.fatal ? ": denied by its capability policy; the calling process was stopped "
+                          "(SIGSYS)"
+           : file_call  ? ": denied by its capability policy (the call failed with EACCES)"
+                        : ": denied by its capability policy (the call failed with EPERM)";
   const hh_host& host = *it->second.host;
   host.log(&host, HH_LOG_ERROR, words.data(), words.size());
 }

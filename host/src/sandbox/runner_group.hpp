@@ -100,7 +100,7 @@ class RunnerGroup {
   // A denied call of the runner: logged once per member, call and detail, through the member's
   // logger (the group's first member when the record names none); a fatal one is kept for the
   // loss message. Called with members_mutex_ held.
-  void report_violation(const confine::ViolationRecord& record);
+  void report_violation(const confine::Violation& violation);
   std::set<std::string> violations_seen_;  // across restarts: once per distinct attempt
   std::string fatal_violation_;            // the last fatal one's words, for the loss message
   mutable std::mutex members_mutex_;       // the I/O thread reads the members

@@ -108,8 +108,7 @@ void RunnerIo::run() {
 
 void RunnerIo::drain_violations() {
   std::lock_guard lock(violations_mutex_);
-  constexpr size_t kRecord = sizeof(confine::ViolationRecord);
-  char buffer[64 * kRecord];
+  char buffer[16384];
   while (violations_) {
     const ssize_t n = ::read(violations_.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
@@ -117,14 +116,10 @@ void RunnerIo::drain_violations() {
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) violations_.reset();
       break;
     }
-    violation_bytes_.append(buffer, static_cast<size_t>(n));
-    size_t used = 0;
-    for (; violation_bytes_.size() - used >= kRecord; used += kRecord) {
-      confine::ViolationRecord record;
-      std::memcpy(&record, violation_bytes_.data() + used, kRecord);
-      routing_.violation(record);
-    }
-    violation_bytes_.erase(0, used);
+    violation_reader_.append(buffer, static_cast<size_t>(n));
+    for (confine::Violation violation; violation_reader_.next(&violation);)
+      routing_.violation(violation);
+    if (violation_reader_.corrupt()) violations_.reset();  // nothing after it can be framed
   }
 }
 

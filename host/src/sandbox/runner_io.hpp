@@ -31,7 +31,7 @@ class RunnerIo {
     // request breaks the protocol (an unknown instance included).
     virtual bool serve(uint32_t instance, Reader& in, Writer& reply, std::string* why) = 0;
     // Reports a call the runner's capability policy denied (a record its SIGSYS handler wrote).
-    virtual void violation(const confine::ViolationRecord& record) = 0;
+    virtual void violation(const confine::Violation& violation) = 0;
   };
 
   // `routing` must outlive stop(). `violations`: the pipe a confined runner's denied calls are
@@ -71,8 +71,8 @@ class RunnerIo {
   Channel side_;
   std::mutex violations_mutex_;
   UniqueFd violations_;
-  std::string violation_bytes_;  // a record not yet read whole
-  UniqueFd wake_;                // an eventfd: stop() makes it readable
+  confine::ViolationReader violation_reader_;
+  UniqueFd wake_;  // an eventfd: stop() makes it readable
   const int max_lines_per_second_;
   Clock::time_point window_start_{};
   int lines_in_window_ = 0;
