@@ -103,6 +103,22 @@ class RuntimeTest : public ::testing::Test {
 
 // ---- lifecycle order ------------------------------------------------------------------------
 
+// An embedder's step filter: before_run and after_run on the selected steps only, whatever order
+// its list comes in; the other hooks and callbacks are untouched.
+TEST_F(RuntimeTest, AStepFilterSkipsBothPerStepCallsOfTheStepsItDoesNotSelect) {
+  add("all");
+  HookSettings settings{"some"};
+  settings.step_filter.at_steps = {3, 1, 1};  // steps run at global steps 0, 1, 2; 3 ends the data
+  std::multimap<std::string, std::string> params{{"trace", trace_.string()}};
+  rt_->add_hook(scripted_, settings, resolve_params(scripted_->metadata(), "some", params));
+  const JobResult result = rt_->run_to_end();
+  EXPECT_EQ(result.steps_run, 3);
+  EXPECT_EQ(count_calls("all", "before_run"), 4);
+  EXPECT_EQ(count_calls("all", "after_run"), 3);
+  EXPECT_THAT(calls("some"), ElementsAre("begin", "after_create_session", "before_run", "after_run",
+                                         "before_run", "end"));
+}
+
 TEST_F(RuntimeTest, CallsEveryHookInLifecycleOrder) {
   add("a");
   add("b");

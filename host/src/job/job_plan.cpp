@@ -9,6 +9,7 @@
 #include "hookhost/host/job.hpp"
 #include "job/param_checks.hpp"
 #include "job/rank_placement.hpp"
+#include "job/step_filter_keys.hpp"
 #include "plugins/trust.hpp"
 #include "support/display_text.hpp"
 #include "support/text.hpp"
@@ -153,8 +154,9 @@ void plan_hook(const JobConfig& cfg, const HookConfig& hook, const DiscoveryResu
                JobPlan& plan, spdlog::logger& log) {
   const DiscoveredPlugin& d = plugin_of(cfg, hook, found, plan.plugin_dirs);
   const auto hook_where = [&](const std::string& key) { return cfg.where(hook, key); };
+  SplitHookKeys keys = split_step_filter(cfg, hook, d.metadata);
   if (!hook.enabled) {
-    resolve_checked(d.metadata, hook.name, hook.params, hook_where);
+    resolve_checked(d.metadata, hook.name, keys.plugin_params, hook_where);
     log.info("hook '{}' is disabled in the configuration", hook.name);
     return;
   }
@@ -163,11 +165,12 @@ void plan_hook(const JobConfig& cfg, const HookConfig& hook, const DiscoveryResu
   const bool runs_on_this_process = ranks.includes(plan.rank);
   plan.runs_here.emplace_back(&hook, runs_on_this_process);
   // Checked on every process, so each reports the same mistakes; loaded where it runs only.
-  ResolvedParams params = resolve_checked(d.metadata, hook.name, hook.params, hook_where);
+  ResolvedParams params = resolve_checked(d.metadata, hook.name, keys.plugin_params, hook_where);
   EffectiveIsolation isolation = effective_isolation(cfg, hook, d, log);
   if (!runs_on_this_process) return;
   auto plugin = load_for_tier(cfg, hook, d, isolation.isolation);
-  plan.hooks.push_back({&hook, std::move(plugin), std::move(params), std::move(isolation), ranks});
+  plan.hooks.push_back({&hook, std::move(plugin), std::move(params), std::move(isolation), ranks,
+                        std::move(keys.filter)});
 }
 
 }  // namespace
@@ -242,6 +245,7 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
               (item.isolation.group.empty() ? "" : ", isolation_group = " + item.isolation.group) +
               ", confine = " + confinement_name(item.isolation.confine);
     line += ", call_timeout_ms = " + std::to_string(item.isolation.call_timeout_ms);
+    if (item.step_filter.set()) line += ", " + item.step_filter.text();
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);
     log.info("  [hook.{}] {}", item.hook->name, line);

@@ -30,6 +30,7 @@ struct PlannedHook {
   ResolvedParams params;
   EffectiveIsolation isolation;
   RankSelection ranks;
+  StepFilter step_filter;  // every_n_steps, at_steps, first_n (job/step_filter_keys.hpp)
 };
 
 struct JobPlan {

@@ -44,6 +44,8 @@ struct alignas(64) Slot {  // the hot fields below share the first cache line
   bool direct_step_calls = false;
   // add_fetch or add_feed was called in this before_run: its request needs looking at.
   bool request_touched = false;
+  // settings.step_filter is set: each step asks step_called() first.
+  bool step_filtered = false;
   std::array<bool, kCallbackNames.size()> implements{};
   // The plugin's per-step functions when it runs in this process, copied at create() like the
   // dispatcher's: the runtime calls them directly (no virtual call, no CallResult unless the call
@@ -70,6 +72,8 @@ struct alignas(64) Slot {  // the hot fields below share the first cache line
   bool runner_lost = false;  // its process is gone: not even end() is delivered
   std::string failure;
   std::array<CallStats, kCallbackNames.size()> stats{};
+  uint64_t filtered_steps_seen = 0;  // steps step_called() was asked about, for first_n
+  uint64_t steps_skipped = 0;        // steps the filter kept from the hook
   // stats with the direct calls counted in.
   CallStats stats_of(Callback callback) const {
     CallStats st = stats[static_cast<size_t>(callback)];
@@ -78,5 +82,9 @@ struct alignas(64) Slot {  // the hot fields below share the first cache line
     return st;
   }
 };
+
+// Whether the filtered slot's before_run and after_run are called on the step whose context
+// carries `global_step` (asked once per step, before its before_run).
+bool step_called(Slot& slot, int64_t global_step);
 
 }  // namespace hookhost

@@ -97,6 +97,11 @@ void StepEngine::add(std::unique_ptr<Slot> slot) {
   for (size_t i = 0; i < kCallbackNames.size(); ++i)
     slot->implements[i] = slot->dispatch->implements(static_cast<Callback>(i));
   init_request(slot->request, this, slot.get());
+  // An embedder's list may come in any order: step_called() searches it.
+  std::vector<int64_t>& at_steps = slot->settings.step_filter.at_steps;
+  std::sort(at_steps.begin(), at_steps.end());
+  at_steps.erase(std::unique(at_steps.begin(), at_steps.end()), at_steps.end());
+  slot->step_filtered = slot->settings.step_filter.set();
   slot->added_index = slots_.size();
   slots_.push_back(std::move(slot));
 }

@@ -107,6 +107,9 @@ inline bool StepEngine::before_calls(const hh_run_context& ctx,
     Slot& slot = *sp;
     if (!step_detail::active(slot)) continue;
     step_detail::check_state(slot, Callback::before_run, HookState::in_session);
+    // A step the filter skips: neither call (after_run sees the slot still in_session).
+    if (slot.step_filtered && !step_called(slot, ctx.global_step)) [[unlikely]]
+      continue;
     slot.state = HookState::in_step;
     if (!step_detail::wants(slot, Callback::before_run)) continue;
     std::optional<CallResult> failure;

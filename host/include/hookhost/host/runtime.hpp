@@ -52,6 +52,20 @@ enum class CrashPolicy {
 const char* crash_policy_name(CrashPolicy policy);
 std::optional<CrashPolicy> parse_crash_policy(const std::string& text);
 
+// Which steps an instance's before_run and after_run are called on (every step when nothing is
+// set): the host skips the others, and with them a sandboxed hook's round trips. A step is called
+// when it passes every filter set: its global step (the one its before_run context carries) is a
+// multiple of `every_n_steps`, is one of `at_steps`, and is among the first `first_n` steps this
+// runtime runs. begin, after_create_session and end are always called.
+struct StepFilter {
+  uint64_t every_n_steps = 0;     // 0: not set
+  std::vector<int64_t> at_steps;  // ascending, no repeats; empty: not set
+  uint64_t first_n = 0;           // 0: not set
+  bool set() const { return every_n_steps != 0 || !at_steps.empty() || first_n != 0; }
+  // "every_n_steps = 10, first_n = 100", or "" when nothing is set.
+  std::string text() const;
+};
+
 struct HookSettings {
   std::string instance_name;
   int order = 0;  // lower runs first; ties keep the order hooks were added
@@ -71,6 +85,7 @@ struct HookSettings {
   // What hh_host.run_dir gives this instance; empty: RuntimeOptions::run_dir. A confined hook's
   // is a folder of its own, the only one its runner may write to unless its policy says more.
   std::string run_dir{};
+  StepFilter step_filter{};
 };
 
 enum class Outcome { completed, stopped, failed };
