@@ -561,6 +561,56 @@ TEST(CheckpointWriter, SubmitReturnsWhileTheSaveIsWrittenAndSavesAreWrittenOneAt
   EXPECT_EQ(most_writing, 1);
 }
 
+TEST(CheckpointWriter, SubmitReplacingNeverWaitsAndTheNewestWaitingSaveWins) {
+  std::binary_semaphore first_started{0}, release_first{0};
+  std::mutex mutex;
+  std::vector<int64_t> written;
+  CheckpointWriter writer([&](const CheckpointSave& save) {
+    if (save.checkpoint.global_step == 1) {
+      first_started.release();
+      release_first.acquire();
+    }
+    std::lock_guard lock(mutex);
+    written.push_back(save.checkpoint.global_step);
+  });
+  EXPECT_FALSE(writer.submit_replacing({at_step(1), "first"}).has_value());
+  first_started.acquire();
+  EXPECT_FALSE(writer.submit_replacing({at_step(2), "second"}).has_value());  // waits behind
+  const auto replaced = writer.submit_replacing({at_step(3), "third"});
+  ASSERT_TRUE(replaced.has_value());
+  EXPECT_EQ(replaced->global_step, 2);
+  EXPECT_EQ(replaced->reasons, "second");
+  const auto again = writer.submit_replacing({at_step(4), "fourth"});
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->global_step, 3);
+  EXPECT_TRUE(writer.busy());
+  release_first.release();
+  writer.wait_idle();  // waits for the waiting save too
+  EXPECT_FALSE(writer.busy());
+  std::lock_guard lock(mutex);
+  EXPECT_THAT(written, ElementsAre(1, 4));
+}
+
+// A writer destroyed with a save waiting writes it before its thread ends.
+TEST(CheckpointWriter, DestroyingTheWriterWritesTheWaitingSaveToo) {
+  std::binary_semaphore first_started{0}, release_first{0};
+  std::vector<int64_t> written;
+  {
+    CheckpointWriter writer([&](const CheckpointSave& save) {
+      if (save.checkpoint.global_step == 1) {
+        first_started.release();
+        release_first.acquire();
+      }
+      written.push_back(save.checkpoint.global_step);
+    });
+    writer.submit_replacing({at_step(1), "first"});
+    first_started.acquire();
+    writer.submit_replacing({at_step(2), "second"});
+    release_first.release();
+  }
+  EXPECT_THAT(written, ElementsAre(1, 2));
+}
+
 TEST(CheckpointWriter, DestroyingTheWriterFinishesTheSaveInFlight) {
   std::vector<int64_t> written;
   {
@@ -628,10 +678,11 @@ class HoldingSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex>
 // A runtime over the scripted workload with one recorder hook (its state counts its after_runs),
 // logging into a HoldingSink.
 struct BackgroundSaves {
-  explicit BackgroundSaves(const std::string& hold_on = "")
+  explicit BackgroundSaves(const std::string& hold_on = "", bool checkpoint_wait = false)
       : sink(std::make_shared<HoldingSink>(hold_on)), h({}, {"scripted"}) {
     h.options.logger = std::make_shared<spdlog::logger>("hookhost", sink);
     h.options.keep_checkpoints = 0;
+    h.options.checkpoint_wait = checkpoint_wait;
     h.add("recorder", "scripted", {{"trace", (h.root() / "trace.txt").string()}});
   }
   Runtime& runtime() { return h.runtime(); }
@@ -670,8 +721,9 @@ struct BackgroundSaves {
   PluginHarness h;
 };
 
-TEST(CheckpointWriting, ASaveAskedForWhileAnotherIsBeingWrittenWaitsForItAndBothAreWritten) {
-  BackgroundSaves job("wrote checkpoint");  // holds the writer as it reports its first file
+TEST(CheckpointWriting, WithCheckpointWaitASaveAskedForDuringAWriteWaitsForItAndBothAreWritten) {
+  // Holds the writer as it reports its first file.
+  BackgroundSaves job("wrote checkpoint", /*checkpoint_wait=*/true);
   ASSERT_TRUE(job.runtime().start());
   std::atomic<bool> second_returned{false};
   std::thread training([&] {
@@ -699,6 +751,38 @@ TEST(CheckpointWriting, ASaveAskedForWhileAnotherIsBeingWrittenWaitsForItAndBoth
   const std::string log = job.sink->text();
   EXPECT_LT(log.find("wrote checkpoint " + job.file(1).string() + " (requested by first)"),
             log.find("wrote checkpoint " + job.file(2).string() + " (requested by second)"));
+}
+
+// The default: a request during a write takes its snapshot at once and waits behind the write;
+// a newer one replaces it there. The step never waits; the newest snapshot is written, each at its
+// own step, and the skipped ones are logged once and counted.
+TEST(CheckpointWriting, SavesAskedForDuringAWriteCoalesceTheNewestWinsAndTheStepNeverWaits) {
+  BackgroundSaves job("wrote checkpoint");  // holds the writer as it reports its first file
+  ASSERT_TRUE(job.runtime().start());
+  job.runtime().request_checkpoint("first");
+  job.runtime().run();
+  job.sink->held.acquire();  // the first is written; its writer is held before it says so
+  for (const char* who : {"second", "third", "fourth"}) {
+    job.runtime().request_checkpoint(who);
+    job.runtime().run();  // returns although the writer is held: nothing waits for it
+  }
+  EXPECT_EQ(job.h.workload.global_step(), 4);
+  const std::string held_log = job.sink->text();
+  EXPECT_THAT(held_log, HasSubstr("the checkpoint at global step 2 (requested by second) was not "
+                                  "written: the one at global step 3 replaced it"));
+  EXPECT_THAT(held_log, Not(HasSubstr("global step 3 (requested by third) was not written")));
+  EXPECT_THAT(held_log, Not(HasSubstr("waits for the one being written")));
+  job.sink->release();
+  const JobResult result = job.runtime().close();
+  EXPECT_EQ(result.checkpoints_skipped, 2u);
+  EXPECT_EQ(result.checkpoint_failures, 0u);
+  EXPECT_THAT(list_checkpoints(job.folder()), ElementsAre(job.file(4), job.file(1)));
+  const Checkpoint newest = read_checkpoint(job.file(4));
+  EXPECT_EQ(newest.global_step, 4);
+  EXPECT_EQ(newest.workload_state, "4");  // the state of its own step, not a later one
+  EXPECT_EQ(newest.hook_states.at("recorder").bytes, "after_runs=4");
+  ASSERT_TRUE(job.runtime().last_checkpoint().has_value());
+  EXPECT_EQ(job.runtime().last_checkpoint()->file, job.file(4));
 }
 
 TEST(CheckpointWriting, TheCheckpointHoldsTheStateAtTheRequestWhileTheJobMovesOn) {

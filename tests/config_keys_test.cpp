@@ -50,10 +50,23 @@ TEST(ConfigKeys, ConfineIsSandboxedUnlessSetOff) {
             Confinement::required);
 }
 
+TEST(ConfigKeys, CheckpointWaitIsABooleanOffByDefault) {
+  EXPECT_FALSE(load_job_config(std::nullopt, {}).checkpoint_wait);
+  EXPECT_TRUE(load_job_config(std::nullopt, {"run.checkpoint_wait=true"}).checkpoint_wait);
+  try {
+    load_job_config(std::nullopt, {"run.checkpoint_wait=always"});
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("checkpoint_wait: expected true or false; got "
+                                               "'always'"));
+  }
+}
+
 TEST(ConfigKeys, AnUnknownRunKeyListsTheRunKeys) {
   EXPECT_EQ(config_key_list(kRunSection),
             "plugin_dir, run_dir, log_level, on_error, max_state_mb, checkpoint_dir, "
-            "keep_checkpoints, time_every_n_steps, allow_insecure_plugins, allowed_plugins, "
+            "keep_checkpoints, checkpoint_wait, time_every_n_steps, allow_insecure_plugins, "
+            "allowed_plugins, "
             "isolation, isolation_group, call_timeout_ms, memory_limit_mb, on_crash, "
             "max_restarts, untrusted, confine, allow_read, allow_write, allow_network, "
             "allow_processes, limit_cpu_secs, limit_file_mb, limit_open_files, limit_processes, "

@@ -52,7 +52,7 @@ class MpiCheckpointRequestOnRank : public MpiCheckpoint, public ::testing::WithP
 TEST_P(MpiCheckpointRequestOnRank, CheckpointSaverWritesEveryTenthStep) {
   const fs::path config =
       write_config("job.ini",
-                   "[run]\ndistributed = mpi\nrun_dir = out\nkeep_checkpoints = 0\n"
+                   "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\nkeep_checkpoints = 0\n"
                    "[workload]\nepochs = 0\n"
                    "[hook.stop]\nplugin = stop_at_step\nlast_step = 30\n"
                    "[hook.checkpoint_saver]\nsave_steps = 10\nranks = " +
@@ -80,7 +80,7 @@ TEST_P(MpiCheckpointRequestOnRank, LastWrittenNamesTheChiefsCheckpointOnEveryRan
              std::to_string(rank) + ".txt\n" + (rank == GetParam() ? "request_at = 5, 10\n" : "");
   const fs::path config =
       write_config("job.ini",
-                   "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n"
+                   "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\n[workload]\nepochs = 0\n"
                    "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n" +
                        hooks);
   const ProcessResult r = mpirun(2, config);
@@ -125,7 +125,7 @@ TEST_P(MpiCheckpointRequestOnRank, ARecoveryWritesAPendingCheckpointOfTheRestore
   // (step 10) is restored, not of the freshly reset workload at step 0.
   const fs::path config = write_config(
       "job.ini",
-      "[run]\ndistributed = mpi\nrun_dir = out\nkeep_checkpoints = 0\n"
+      "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\nkeep_checkpoints = 0\n"
       "[workload]\nepochs = 0\nfail_at_step = 15\nfail_kind = aborted\n"
       "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n"
       "[hook.checkpoint_saver]\nsave_steps = 10\n"
@@ -151,7 +151,7 @@ class MpiCheckpointResume : public MpiCheckpoint, public ::testing::WithParamInt
 TEST_P(MpiCheckpointResume, AJobOfTwoProcessesResumesWithAnotherNumber) {
   const int resumed_ranks = GetParam();
   const std::string common =
-      "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n"
+      "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\n[workload]\nepochs = 0\n"
       "[hook.checkpoint_saver]\nsave_steps = 10\n";
   const fs::path first =
       write_config("first.ini", common + "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n" +

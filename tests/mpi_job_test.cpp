@@ -124,6 +124,7 @@ TEST_P(MpiJobRequestOnRank, TwoRanksStopTogetherAtLastStepWithOneReason) {
 TEST_F(MpiJob, ChiefOnlyHooksWriteTheirOutputsOnce) {
   const fs::path config = write_config("job.ini",
                                        "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "checkpoint_wait = true\n"
                                        "[workload]\nepochs = 0\n"
                                        "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n"
                                        "[hook.checkpoint_saver]\nsave_steps = 10\n"

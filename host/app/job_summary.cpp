@@ -28,6 +28,11 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
            (result.checkpoint_failures == 1 ? "" : "s") +
            " failed, so the job cannot resume where it should; the last at " +
            display_text(result.checkpoint_error) + "\n";
+  if (result.checkpoints_skipped > 0)
+    out += "  checkpoints: " + std::to_string(result.checkpoints_skipped) + " requested " +
+           (result.checkpoints_skipped == 1 ? "was" : "were") +
+           " skipped, replaced by a newer one while an earlier one was being written "
+           "([run] checkpoint_wait = true writes each)\n";
   if (reports.empty()) return out + "  hooks: none\n";
   std::snprintf(line, sizeof line, "  %-20s %-22s %8s %10s %10s %10s\n", "hook", "callback",
                 "calls", "total ms", "mean us", "max us");

@@ -42,7 +42,13 @@ class PluginHarness {
   std::vector<SessionRun> runs;
   // Steps 1..10 run, then the data ends (the script's defaults).
   ScriptedWorkload workload{detail::Script{}, &runs};
-  RuntimeOptions options;  // adjust before the first add()
+  // Adjust before the first add(). Every requested checkpoint is written (checkpoint_wait), so
+  // a test can list them; a test of coalescing turns it off.
+  RuntimeOptions options = [] {
+    RuntimeOptions o;
+    o.checkpoint_wait = true;
+    return o;
+  }();
 
   fs::path plugin_dir() const { return dir_ / "plugins"; }
   fs::path run_dir() const { return dir_ / "run"; }

@@ -269,6 +269,10 @@ void read_keep_checkpoints(const KeyReading& r) {
       static_cast<uint32_t>(run_integer(r.entry, r.at, 0, 1000000, " (0 keeps every checkpoint)"));
 }
 
+void read_checkpoint_wait(const KeyReading& r) {
+  r.config.checkpoint_wait = boolean(r);
+}
+
 void read_time_every_n_steps(const KeyReading& r) {
   r.config.time_every_n_steps = static_cast<uint32_t>(
       run_integer(r.entry, r.at, 1, 1000000, " (1 times every before_run and after_run call)"));
@@ -395,6 +399,7 @@ constexpr std::array kKeys = {
     ConfigKey{kRunSection, "max_state_mb", read_max_state_mb},
     ConfigKey{kRunSection, "checkpoint_dir", read_checkpoint_dir},
     ConfigKey{kRunSection, "keep_checkpoints", read_keep_checkpoints},
+    ConfigKey{kRunSection, "checkpoint_wait", read_checkpoint_wait},
     ConfigKey{kRunSection, "time_every_n_steps", read_time_every_n_steps},
     ConfigKey{kRunSection, "allow_insecure_plugins", read_allow_insecure_plugins},
     ConfigKey{kRunSection, "allowed_plugins", read_allowed_plugins},

@@ -47,6 +47,7 @@ RuntimeOptions runtime_options(const JobConfig& cfg, const RunDirectory& run_dir
   ro.checkpoint_dir = run_dir.checkpoint_dir();
   ro.checkpoint_basename = kCheckpointBasename;
   ro.keep_checkpoints = cfg.keep_checkpoints;
+  ro.checkpoint_wait = cfg.checkpoint_wait;
   ro.time_every_n_steps = cfg.time_every_n_steps;
   ro.communicator = communicator;
   ro.collective_timeout = std::chrono::milliseconds(cfg.collective_timeout_ms);

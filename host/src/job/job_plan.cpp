@@ -222,8 +222,8 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
     log.info("  [run] distributed = mpi: rank {} of {} processes{}, collective_timeout_ms = {}",
              plan.rank, plan.world, plan.rank == 0 ? " (the chief)" : "",
              cfg.collective_timeout_ms);
-  log.info("  [run] run_dir = {}, log_level = {}, on_error = {}", run_dir_text, cfg.log_level,
-           policy_name(cfg.on_error));
+  log.info("  [run] run_dir = {}, log_level = {}, on_error = {}, checkpoint_wait = {}",
+           run_dir_text, cfg.log_level, policy_name(cfg.on_error), cfg.checkpoint_wait);
   log.info("  [run] plugin folders: {}", folder_list(plan.plugin_dirs));
   log.info("  [run] confine = {}",
            confinement_name(cfg.isolation.confine.value_or(Confinement::sandboxed)));

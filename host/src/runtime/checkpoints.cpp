@@ -36,17 +36,32 @@ void Runtime::Impl::submit_snapshot(
   CheckpointSave save;
   save.reasons = std::move(reasons);
   save.checkpoint.global_step = job.global_step();
-  // At most one save in flight: wait for the previous one before taking the snapshot, so no more
-  // than one snapshot exists besides the live state. The state cannot change meanwhile: this is
-  // the training thread.
-  if (checkpoint_writer.busy())
-    log->debug("the checkpoint at global step {} waits for the one being written",
-               save.checkpoint.global_step);
-  checkpoint_writer.wait_idle();
+  // checkpoint_wait: at most one save in flight, waited for before the snapshot, so no more than
+  // one snapshot exists besides the live state. The state cannot change meanwhile: this is the
+  // training thread. Otherwise the snapshot waits behind the write (at most two besides the live
+  // state, three while one replaces another).
+  if (options.checkpoint_wait) {
+    if (checkpoint_writer.busy())
+      log->debug("the checkpoint at global step {} waits for the one being written",
+                 save.checkpoint.global_step);
+    checkpoint_writer.wait_idle();
+  }
   try {
     save.checkpoint.workload_state = session.save_state();
     save.checkpoint.hook_states = hook_states();
-    checkpoint_writer.submit(std::move(save));
+    if (options.checkpoint_wait) {
+      checkpoint_writer.submit(std::move(save));
+      return;
+    }
+    const int64_t step = save.checkpoint.global_step;
+    const auto replaced = checkpoint_writer.submit_replacing(std::move(save));
+    if (replaced && ++checkpoints_skipped == 1)
+      log->warn(
+          "the checkpoint at global step {} (requested by {}) was not written: the one at global "
+          "step {} replaced it while an earlier one was still being written; later skips are "
+          "counted in the job's summary ([run] checkpoint_wait = true writes every requested "
+          "checkpoint, the step waiting for the disk)",
+          replaced->global_step, replaced->reasons, step);
   } catch (const std::exception& e) {
     checkpoint_failed(save.checkpoint.global_step, save.reasons, e.what());
   }

@@ -452,6 +452,7 @@ JobResult Runtime::close() {
     JobState::CheckpointFailures failures = m.job.checkpoint_failures();
     m.result.checkpoint_failures = failures.count;
     m.result.checkpoint_error = std::move(failures.last_error);
+    m.result.checkpoints_skipped = m.checkpoints_skipped;
   }
   if (m.job.failed() && m.result.outcome != Outcome::failed) {
     // Another process's end() failed under on_error = fail: every process ends alike.

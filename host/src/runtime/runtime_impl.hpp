@@ -113,6 +113,7 @@ struct Runtime::Impl {
                        const std::function<std::map<std::string, SavedHookState>()>& hook_states);
   // Returns once no save is in flight. [thread-safe]
   void wait_for_checkpoints();
+  uint64_t checkpoints_skipped = 0;  // replaced before they were written (training thread)
   std::filesystem::path checkpoint_folder() const;
   // Gives `services` the state restored for its instance, unless another plugin saved it.
   void adopt_restored_state(HostServices& services) const;

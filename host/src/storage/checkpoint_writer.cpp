@@ -57,21 +57,42 @@ void CheckpointWriter::start_locked() {
 
 void CheckpointWriter::submit(CheckpointSave&& save) {
   std::unique_lock lock(mutex_);
-  idle_.wait(lock, [&] { return !in_flight_; });
+  idle_.wait(lock, [&] { return !in_flight_ && !waiting_; });
   start_locked();
   in_flight_ = std::move(save);
   lock.unlock();
   work_.notify_one();
 }
 
+std::optional<CheckpointWriter::Replaced> CheckpointWriter::submit_replacing(
+    CheckpointSave&& save) {
+  std::optional<CheckpointSave> dropped;  // freed after the lock is released
+  std::optional<Replaced> replaced;
+  {
+    std::lock_guard lock(mutex_);
+    start_locked();
+    if (!in_flight_) {
+      in_flight_ = std::move(save);
+    } else {
+      if (waiting_) {
+        replaced = Replaced{waiting_->checkpoint.global_step, waiting_->reasons};
+        dropped = std::move(waiting_);
+      }
+      waiting_ = std::move(save);
+    }
+  }
+  work_.notify_one();
+  return replaced;
+}
+
 void CheckpointWriter::wait_idle() {
   std::unique_lock lock(mutex_);
-  idle_.wait(lock, [&] { return !in_flight_; });
+  idle_.wait(lock, [&] { return !in_flight_ && !waiting_; });
 }
 
 bool CheckpointWriter::busy() const {
   std::lock_guard lock(mutex_);
-  return in_flight_.has_value();
+  return in_flight_.has_value() || waiting_.has_value();
 }
 
 void CheckpointWriter::run() {
@@ -98,6 +119,11 @@ void CheckpointWriter::run() {
     }
     lock.lock();
     in_flight_.reset();
+    if (waiting_) {
+      in_flight_ = std::move(waiting_);
+      waiting_.reset();
+      continue;
+    }
     idle_.notify_all();
   }
 }

@@ -1,6 +1,8 @@
 // Writes checkpoints on one background thread, so a save costs the training thread only the
-// snapshot of the state. At most one save is in flight; a new one waits for it (no queue, nothing
-// skipped). Format and policy: docs/checkpoint-format.md.
+// snapshot of the state. At most one save is in flight. A new one either waits for it (submit:
+// nothing skipped) or waits behind it in the one waiting place, replacing a save already there
+// (submit_replacing: the newest snapshot wins, the step never waits for a write). Format and
+// policy: docs/checkpoint-format.md.
 #pragma once
 
 #include <condition_variable>
@@ -41,9 +43,17 @@ class CheckpointWriter {
   // once, unless a save is still in flight: then it waits for that one to finish first. Throws
   // std::system_error when the thread cannot start; `save` is then left as it was.
   void submit(CheckpointSave&& save);
-  // Returns once no save is in flight. [thread-safe]
+  // Hands `save` to the writer at once: written now when the writer is idle, else next, in place
+  // of a save that was waiting, whose step and reasons are returned (it is dropped unwritten).
+  // Throws std::system_error when the thread cannot start; `save` is then left as it was.
+  struct Replaced {
+    int64_t global_step;
+    std::string reasons;
+  };
+  std::optional<Replaced> submit_replacing(CheckpointSave&& save);
+  // Returns once no save is in flight or waiting. [thread-safe]
   void wait_idle();
-  // True while a save is in flight. [thread-safe]
+  // True while a save is in flight or waiting. [thread-safe]
   bool busy() const;
 
  private:
@@ -55,6 +65,7 @@ class CheckpointWriter {
   std::condition_variable work_;  // a save was handed over, or the writer is stopping
   std::condition_variable idle_;  // the save in flight is done
   std::optional<CheckpointSave> in_flight_;
+  std::optional<CheckpointSave> waiting_;  // submit_replacing's, written after in_flight_
   bool stopping_ = false;
   std::thread thread_;
 };

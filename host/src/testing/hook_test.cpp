@@ -76,6 +76,9 @@ RuntimeOptions runtime_options(const fs::path& run_dir, std::shared_ptr<spdlog::
   options.logger = logger;
   options.checkpoint_dir = kCheckpointFolder;
   options.checkpoint_basename = kCheckpointBasename;
+  // Every checkpoint the hook asks for is written, so a test sees each one (the program's default
+  // lets a newer request replace one waiting behind a write).
+  options.checkpoint_wait = true;
   const fs::path checkpoint_dir = run_dir / kCheckpointFolder;
   options.on_recover = [checkpoint_dir, logger](Runtime& rt) {
     const auto restore_into_session = [&rt](const fs::path& file, const Checkpoint& c) {

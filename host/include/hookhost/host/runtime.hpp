@@ -101,6 +101,9 @@ struct JobResult {
   // completed with failed checkpoints cannot be resumed where its operator expects.
   uint64_t checkpoint_failures = 0;
   std::string checkpoint_error;
+  // Requested checkpoints replaced by a newer one before they were written
+  // (RuntimeOptions::checkpoint_wait = false).
+  uint64_t checkpoints_skipped = 0;
 };
 
 struct RunOutput {
@@ -153,6 +156,12 @@ struct RuntimeOptions {
   std::filesystem::path checkpoint_dir = "checkpoints";
   std::string checkpoint_basename = "model.ckpt";
   uint32_t keep_checkpoints = 5;
+  // A checkpoint requested while the previous one is still being written: false takes its
+  // snapshot at once and lets it wait behind the write, replacing one already waiting there (the
+  // newest snapshot wins; the replaced one is skipped, counted in JobResult::checkpoints_skipped
+  // and logged once), so the step never waits for the disk. true makes the step wait for the
+  // write in flight, so every requested checkpoint reaches the disk.
+  bool checkpoint_wait = false;
   // before_run and after_run are timed on one step in this many (one clock read between hooks),
   // so per-hook accounting costs next to nothing; 1 times every call (two clock reads each, as
   // begin, after_create_session and end always are). A hook with a call_timeout is always timed.
