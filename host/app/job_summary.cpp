@@ -56,6 +56,14 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
     }
     if (r.disabled)
       out += "  " + std::string(20, ' ') + " disabled: " + display_text(r.failure) + "\n";
+    if (r.observer_skipped_steps > 0)
+      out += "  " + std::string(20, ' ') +
+             " observer: " + std::to_string(r.observer_skipped_steps) +
+             " steps skipped, its queue full (policy = skip)\n";
+    if (r.observer_unfetched_steps > 0)
+      out += "  " + std::string(20, ' ') +
+             " observer: " + std::to_string(r.observer_unfetched_steps) +
+             " steps without after_run, their fetches asked for one step late\n";
   }
   return out;
 }

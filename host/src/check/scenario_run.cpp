@@ -60,7 +60,7 @@ testing::HarnessHook hook_under_check(const CheckTarget& target, const RunSpec& 
   JobConfig config;
   HookConfig section;
   section.name = target.instance;
-  const PlannedHook planned{&section, target.plugin, hook.params, EffectiveIsolation{}, {}, {}};
+  const PlannedHook planned{&section, target.plugin, hook.params, EffectiveIsolation{}, {}, {}, {}};
   hook.sandbox.policy = hook_policy(config, planned, spec.run_dir);
   return hook;
 }

@@ -124,6 +124,7 @@ HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
   settings.max_restarts = item.isolation.max_restarts;
   settings.log_level = item.hook->log_level.value_or("");
   settings.step_filter = item.step_filter;
+  settings.observer = item.observer;
   if (auto group = communicators.find(item.hook); group != communicators.end())
     settings.group = group->second;
   if (auto own = confinements.run_dir_of_hook.find(&item);

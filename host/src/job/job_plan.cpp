@@ -7,6 +7,7 @@
 #include "confine/kernel_support.hpp"
 #include "hookhost/host/discovery.hpp"
 #include "hookhost/host/job.hpp"
+#include "job/observer_keys.hpp"
 #include "job/param_checks.hpp"
 #include "job/rank_placement.hpp"
 #include "job/step_filter_keys.hpp"
@@ -156,6 +157,7 @@ void plan_hook(const JobConfig& cfg, const HookConfig& hook, const DiscoveryResu
   const auto hook_where = [&](const std::string& key) { return cfg.where(hook, key); };
   SplitHookKeys keys = split_step_filter(cfg, hook, d.metadata);
   if (!hook.enabled) {
+    split_observer_keys(cfg, hook, d.metadata, CrashPolicy::restart, keys.plugin_params);
     resolve_checked(d.metadata, hook.name, keys.plugin_params, hook_where);
     log.info("hook '{}' is disabled in the configuration", hook.name);
     return;
@@ -165,12 +167,14 @@ void plan_hook(const JobConfig& cfg, const HookConfig& hook, const DiscoveryResu
   const bool runs_on_this_process = ranks.includes(plan.rank);
   plan.runs_here.emplace_back(&hook, runs_on_this_process);
   // Checked on every process, so each reports the same mistakes; loaded where it runs only.
-  ResolvedParams params = resolve_checked(d.metadata, hook.name, keys.plugin_params, hook_where);
   EffectiveIsolation isolation = effective_isolation(cfg, hook, d, log);
+  ObserverSettings observer =
+      split_observer_keys(cfg, hook, d.metadata, isolation.on_crash, keys.plugin_params);
+  ResolvedParams params = resolve_checked(d.metadata, hook.name, keys.plugin_params, hook_where);
   if (!runs_on_this_process) return;
   auto plugin = load_for_tier(cfg, hook, d, isolation.isolation);
   plan.hooks.push_back({&hook, std::move(plugin), std::move(params), std::move(isolation), ranks,
-                        std::move(keys.filter)});
+                        std::move(keys.filter), observer});
 }
 
 }  // namespace
@@ -246,6 +250,9 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
               ", confine = " + confinement_name(item.isolation.confine);
     line += ", call_timeout_ms = " + std::to_string(item.isolation.call_timeout_ms);
     if (item.step_filter.set()) line += ", " + item.step_filter.text();
+    if (item.observer.enabled)
+      line += ", mode = observe, queue = " + std::to_string(item.observer.queue) +
+              ", policy = " + when_full_name(item.observer.when_full);
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);
     log.info("  [hook.{}] {}", item.hook->name, line);

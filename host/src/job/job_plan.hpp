@@ -31,6 +31,7 @@ struct PlannedHook {
   EffectiveIsolation isolation;
   RankSelection ranks;
   StepFilter step_filter;  // every_n_steps, at_steps, first_n (job/step_filter_keys.hpp)
+  ObserverSettings observer;  // mode, queue, policy (job/observer_keys.hpp)
 };
 
 struct JobPlan {

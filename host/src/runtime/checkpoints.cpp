@@ -28,11 +28,14 @@ void Runtime::Impl::write_requested_checkpoint() {
         reasons, newest ? " (the newest is " + newest->file.string() + ")" : std::string());
     return;
   }
+  // Every observer has seen every step up to this one: its state is this step's.
+  engine.drain_observers();
   submit_snapshot(std::move(reasons), [this] { return collect_hook_states(); });
 }
 
 void Runtime::Impl::submit_snapshot(
-    std::string reasons, const std::function<std::map<std::string, SavedHookState>()>& hook_states) {
+    std::string reasons,
+    const std::function<std::map<std::string, SavedHookState>()>& hook_states) {
   CheckpointSave save;
   save.reasons = std::move(reasons);
   save.checkpoint.global_step = job.global_step();
@@ -143,6 +146,7 @@ void Runtime::Impl::write_agreed_checkpoint() {
           reasons);
     return;
   }
+  engine.drain_observers();
   // Every process's hook states travel to the chief, which writes one file for the job.
   std::vector<std::string> gathered;
   try {

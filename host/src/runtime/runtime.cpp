@@ -17,6 +17,7 @@
 #include "runtime/call_result.hpp"
 #include "runtime/crash_blame.hpp"
 #include "runtime/create_verdict.hpp"
+#include "runtime/observer_lane.hpp"
 #include "runtime/signal_guard.hpp"
 #include "runtime/watchdog.hpp"
 #include "runtime_impl.hpp"
@@ -123,9 +124,19 @@ std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const
   return out;
 }
 
-void Runtime::Impl::check_can_add(const std::string& instance_name) const {
+void Runtime::Impl::check_can_add(const HookSettings& settings) const {
   if (started) throw std::logic_error("add_hook after start()");
-  engine.check_unique(instance_name);
+  engine.check_unique(settings.instance_name);
+  if (!settings.observer.enabled) return;
+  // Its calls return steps after the step they concern: it cannot be what fails the job.
+  if (settings.on_error == FailurePolicy::fail || settings.on_crash == CrashPolicy::fail)
+    throw ConfigError("hook '" + settings.instance_name +
+                      "': an observer cannot fail the job (on_error = fail or on_crash = fail): "
+                      "its calls run behind the step; use stop or disable, or make it an "
+                      "ordinary hook");
+  if (settings.observer.queue == 0)
+    throw ConfigError("hook '" + settings.instance_name +
+                      "': an observer's queue holds at least one step");
 }
 
 bool Runtime::Impl::create_session() {
@@ -204,7 +215,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   Impl& m = *impl_;
   const std::string where =
       describe_hook(settings.instance_name, plugin->metadata().id, plugin->file().string());
-  m.check_can_add(settings.instance_name);
+  m.check_can_add(settings);
   const hh_plugin_entry& entry = plugin->entry();
   auto services = m.make_services(settings, plugin->metadata().id, entry.state_version);
   ResolvedParams::CValues c_params = params.c_values();
@@ -251,7 +262,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
 }
 
 void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings) {
-  impl_->check_can_add(settings.instance_name);
+  impl_->check_can_add(settings);
   auto slot = std::make_unique<Slot>();
   slot->services = impl_->make_services(settings, hook->plugin_id(), 1);
   slot->settings = std::move(settings);
@@ -262,7 +273,7 @@ void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings
 void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, HookSettings settings,
                        const DispatchFactory& make) {
   Impl& m = *impl_;
-  m.check_can_add(settings.instance_name);
+  m.check_can_add(settings);
   auto services = m.make_services(settings, plugin_id, state_version);
   std::unique_ptr<HookDispatch> dispatch;
   {
@@ -501,6 +512,18 @@ std::vector<HookReport> Runtime::reports() const {
     r.failure = sp->failure;
     for (size_t i = 0; i < kCallbackNames.size(); ++i)
       r.callbacks[kCallbackNames[i]] = sp->stats_of(static_cast<Callback>(i));
+    if (sp->lane) {
+      for (Callback cb : {Callback::before_run, Callback::after_run}) {
+        CallStats& st = r.callbacks[name_of(cb)];
+        const CallStats worker = sp->lane->stats(cb);
+        st.calls += worker.calls;
+        st.timed_calls += worker.timed_calls;
+        st.total += worker.total;
+        st.max = std::max(st.max, worker.max);
+      }
+      r.observer_skipped_steps = sp->lane->skipped_steps();
+      r.observer_unfetched_steps = sp->lane->unfetched_steps();
+    }
     out.push_back(std::move(r));
   }
   return out;

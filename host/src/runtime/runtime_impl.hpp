@@ -95,7 +95,7 @@ struct Runtime::Impl {
   std::unique_ptr<HostServices> make_services(const HookSettings& settings,
                                               const std::string& plugin_id, uint32_t state_version);
   // Checked before a plugin instance is created, so a refused hook is never created at all.
-  void check_can_add(const std::string& instance_name) const;
+  void check_can_add(const HookSettings& settings) const;
   std::map<std::string, SavedHookState> collect_hook_states() const;
 
   // checkpoints.cpp: a request is recorded at once [thread-safe] and carried out at the next

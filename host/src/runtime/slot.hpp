@@ -17,6 +17,11 @@ namespace hookhost {
 
 class StepEngine;
 struct Slot;
+class ObserverLane;
+class RunningCall;
+struct LaneDeleter {
+  void operator()(ObserverLane* lane) const;  // observer_lane.cpp
+};
 
 // Where an instance is in its lifecycle. The runtime checks every call against it.
 enum class HookState : uint8_t { created, begun, in_session, in_step, ended, destroyed };
@@ -74,6 +79,13 @@ struct alignas(64) Slot {  // the hot fields below share the first cache line
   std::array<CallStats, kCallbackNames.size()> stats{};
   uint64_t filtered_steps_seen = 0;  // steps step_called() was asked about, for first_n
   uint64_t steps_skipped = 0;        // steps the filter kept from the hook
+  // An observer's worker (settings.observer), started with the engine; its running call, which
+  // the request checks accept besides the training thread's.
+  std::unique_ptr<ObserverLane, LaneDeleter> lane;
+  const RunningCall* worker_running = nullptr;
+  // This step's before_run of an observer ran on the training thread (its first step): after_run
+  // hands what it asked for to the worker with the step.
+  bool observer_first_pending = false;
   // stats with the direct calls counted in.
   CallStats stats_of(Callback callback) const {
     CallStats st = stats[static_cast<size_t>(callback)];

@@ -30,6 +30,8 @@ const char* state_name(HookState s) {
   return "?";
 }
 
+}  // namespace
+
 std::string device_name(hh_device d) {
   switch (d.type) {
     case HH_DEVICE_CPU: return "cpu";
@@ -39,8 +41,6 @@ std::string device_name(hh_device d) {
   }
   return "device " + std::to_string(d.type) + ":" + std::to_string(d.id);
 }
-
-}  // namespace
 
 namespace step_detail {
 
@@ -115,10 +115,11 @@ void StepEngine::start(const std::vector<std::string>& fetchable,
     return a->settings.order < b->settings.order;
   });
   for (const auto& s : slots_)
-    s->direct_step_calls =
-        s->direct_hook && s->settings.call_timeout.count() == 0 && time_every_n_steps_ > 1;
+    s->direct_step_calls = s->direct_hook && s->settings.call_timeout.count() == 0 &&
+                           time_every_n_steps_ > 1 && !s->settings.observer.enabled;
   fetchable_.insert(fetchable.begin(), fetchable.end());
   feedable_.insert(feedable.begin(), feedable.end());
+  start_observers();
 }
 
 void StepEngine::stop_watching() {
@@ -185,6 +186,7 @@ void StepEngine::begin_all() {
 }
 
 void StepEngine::after_create_session_all(int creation) {
+  drain_observers();  // a new session: no step of the old one is still on its way
   hh_session_info info{};
   info.struct_size = HH_SESSION_INFO_SIZE;
   info.global_step = job_.global_step();
@@ -206,22 +208,32 @@ void StepEngine::after_create_session_all(int creation) {
 void StepEngine::abandon_step() {
   for (auto& sp : slots_) {
     if (sp->state == HookState::in_step) sp->state = HookState::in_session;
+    // An observer's fetches are its worker's; its first before_run's are handed over or dropped.
+    if (sp->lane) {
+      if (sp->observer_first_pending) sp->fetches.clear();  // its worker is idle then
+      sp->observer_first_pending = false;
+      continue;
+    }
     sp->fetches.clear();
   }
 }
 
 // Adds a hook's fetches and feeds to the step's; the caller's lists are copied only when the
 // first hook adds something.
-void StepEngine::merge_request(Slot& slot, const std::vector<std::string>& caller_fetches) {
-  if (!slot.fetches.empty()) {
-    if (!hooks_fetch_) {
-      step_fetches_.assign(caller_fetches.begin(), caller_fetches.end());
-      hooks_fetch_ = true;
-    }
-    for (const auto& name : slot.fetches)
-      if (std::find(step_fetches_.begin(), step_fetches_.end(), name) == step_fetches_.end())
-        step_fetches_.push_back(name);
+void StepEngine::merge_fetches(const std::vector<std::string>& names,
+                               const std::vector<std::string>& caller_fetches) {
+  if (names.empty()) return;
+  if (!hooks_fetch_) {
+    step_fetches_.assign(caller_fetches.begin(), caller_fetches.end());
+    hooks_fetch_ = true;
   }
+  for (const auto& name : names)
+    if (std::find(step_fetches_.begin(), step_fetches_.end(), name) == step_fetches_.end())
+      step_fetches_.push_back(name);
+}
+
+void StepEngine::merge_request(Slot& slot, const std::vector<std::string>& caller_fetches) {
+  merge_fetches(slot.fetches, caller_fetches);
   if (!slot.feeds.empty()) {
     if (!hooks_feed_) {
       merged_feeds_ = *caller_feeds_;
@@ -272,6 +284,8 @@ bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& 
 }
 
 void StepEngine::deliver_end(JobResult& result) {
+  // Every queued step reaches its observer first; what it returns may still change the outcome.
+  drain_observers();
   hh_end_info job{};
   job.struct_size = HH_END_INFO_SIZE;
   job.global_step = job_.global_step();
@@ -301,6 +315,7 @@ void StepEngine::deliver_end(JobResult& result) {
   job.reason = job_reason.c_str();
 
   std::string end_failure;  // the first end() failure under on_error = fail
+  for (Slot* observer : observer_slots_) observer->lane->shutdown();
   for (auto& sp : slots_) {
     Slot& slot = *sp;
     if (!slot.begin_called || slot.state == HookState::ended || slot.state == HookState::destroyed)

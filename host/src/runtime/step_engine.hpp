@@ -30,6 +30,9 @@ class CallWatchdog;
 // "a, b, c", or "(none)".
 std::string join_names(const std::vector<std::string>& items);
 
+// "cpu", "cuda:1", ...: where a fetched value lives, for refusals.
+std::string device_name(hh_device device);
+
 // "in begin at global step 12", for a signal handler a call replaced.
 std::string during_call(const JobState& job, const char* callback);
 
@@ -98,6 +101,9 @@ class StepEngine {
     if (hooks_feed_) merged_feeds_.clear();
   }
   void after_step(const hh_run_context& ctx, const TensorMap& values) {
+    // The boundary where what observers' calls returned since the last one takes effect.
+    if (!observer_slots_.empty()) [[unlikely]]
+      settle_observers();
     if (step_slots_.empty()) return;
     if (timed_step_)
       after_calls_timed(ctx, values);
@@ -106,6 +112,11 @@ class StepEngine {
   }
   // Drops what the hooks asked for in an attempt that did not reach after_run.
   void abandon_step();
+  // observers.cpp: returns once every observer has been called for every step queued to it,
+  // and applies what those calls returned. Before a checkpoint, a new session and end.
+  void drain_observers();
+  // Observers' steps not delivered, for the job's summary.
+  uint64_t observer_skipped_steps() const;
   // end() of every hook that began, with the job's outcome in `result` (filled here).
   void deliver_end(JobResult& result);
   void destroy_all();
@@ -142,6 +153,17 @@ class StepEngine {
   [[gnu::always_inline]] void after_calls(const hh_run_context& ctx, const TensorMap& values);
   void after_calls_timed(const hh_run_context& ctx, const TensorMap& values);
   void merge_request(Slot& slot, const std::vector<std::string>& caller_fetches);
+  void merge_fetches(const std::vector<std::string>& names,
+                     const std::vector<std::string>& caller_fetches);
+  // observers.cpp: starts each observer's worker; queues a step to an observer (after its
+  // values are copied); applies what an observer's calls returned (its policies, a restart).
+  void start_observers();
+  void observe_step(Slot& slot, const hh_run_context& ctx, const TensorMap& values);
+  void settle_observers();
+  void settle_observer(Slot& slot);
+  // An observer whose fetches are not known yet: its before_run runs here, on the training thread,
+  // once its worker is idle. False when the hook was disabled meanwhile.
+  bool first_observed_before_run(Slot& slot);
   std::string device_refusal(Slot& slot, const std::string& name, const Tensor& value);
   bool gather_views(Slot& slot, const TensorMap& values, std::string& refusal);
 
@@ -171,6 +193,7 @@ class StepEngine {
   // a hook is disabled, so a hook with neither callback costs nothing per step.
   std::vector<Slot*> step_slots_;
   bool step_slots_stale_ = true;
+  std::vector<Slot*> observer_slots_;  // every slot with a worker, disabled or not
   hh_error call_error_{};    // reused by every direct call (reset_error: not the message buffer)
   bool timed_step_ = false;  // this step's per-step calls are timed
   uint32_t untimed_steps_left_ = 0;  // before the next timed step

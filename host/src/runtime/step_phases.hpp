@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "runtime/call_result.hpp"
+#include "runtime/observer_lane.hpp"
 
 namespace hookhost {
 
@@ -111,6 +112,14 @@ inline bool StepEngine::before_calls(const hh_run_context& ctx,
     if (slot.step_filtered && !step_called(slot, ctx.global_step)) [[unlikely]]
       continue;
     slot.state = HookState::in_step;
+    if (slot.lane) [[unlikely]] {
+      // An observer is called behind the step: the step fetches what it last asked for.
+      if (slot.lane->request_known()) {
+        merge_fetches(slot.lane->fetches(), caller_fetches);
+        continue;
+      }
+      if (!first_observed_before_run(slot)) continue;
+    }
     if (!step_detail::wants(slot, Callback::before_run)) continue;
     std::optional<CallResult> failure;
     const bool ok = step_call<kTimed>(
@@ -156,6 +165,11 @@ template <bool kTimed>
     Slot& slot = *sp;
     if (!step_detail::active(slot) || slot.state != HookState::in_step) continue;
     slot.state = HookState::in_session;
+    if (slot.lane) [[unlikely]] {
+      observe_step(slot, ctx, values);
+      if (job_.failed()) return;
+      continue;
+    }
     if (!step_detail::wants(slot, Callback::after_run)) continue;
     const hh_run_values* rv = &no_values;
     hh_run_values fetched;

@@ -27,9 +27,13 @@ RequestBuilder* open_builder(hh_run_request* request, const char* function) {
         function);
     return nullptr;
   }
-  const RunningCall& call = b->engine->running();
-  const bool running = call.instance() == b->slot->services.get() &&
-                       call.callback() == static_cast<int>(Callback::before_run);
+  const auto runs_before_run = [&](const RunningCall& call) {
+    return call.instance() == b->slot->services.get() &&
+           call.callback() == static_cast<int>(Callback::before_run);
+  };
+  // An observer's before_run runs on its worker (after its first, on the training thread).
+  const bool running = runs_before_run(b->engine->running()) ||
+                       (b->slot->worker_running && runs_before_run(*b->slot->worker_running));
   if (!running || t_current_call != b->slot->services.get()) {
     b->slot->services->misuse(function, running ? "from another thread than its before_run"
                                                 : "on a request whose before_run has returned");
@@ -77,6 +81,12 @@ hh_status add_feed(hh_run_request* request, const hh_tensor* value) {
     return HH_ERROR;
   }
   const std::string name = value->name;
+  if (slot.settings.observer.enabled) {
+    slot.request_error = "before_run tried to feed '" + bounded_text(name.c_str(), 200) +
+                         "', but an observer cannot feed: its before_run runs after the step it "
+                         "concerns (remove mode = observe from its section to let it feed)";
+    return HH_ERROR;
+  }
   if (!b->engine->can_feed(name)) {
     slot.request_error = "before_run asked to feed '" + bounded_text(name.c_str(), 200) +
                          "', which the workload does not accept (it accepts: " +

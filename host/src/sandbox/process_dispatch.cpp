@@ -195,6 +195,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   bool accepts_device(hh_device device) override { return device.type == HH_DEVICE_CPU; }
 
   CallResult begin() override {
+    std::lock_guard calls(group_->calls_mutex());
     begin_called_ = true;
     Writer w;
     w.put<uint8_t>(static_cast<uint8_t>(Callback::begin));
@@ -202,6 +203,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   }
 
   CallResult after_create_session(const hh_session_info& session) override {
+    std::lock_guard calls(group_->calls_mutex());
     last_session_ = session;
     Writer w;
     w.put<uint8_t>(static_cast<uint8_t>(Callback::after_create_session));
@@ -211,6 +213,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   }
 
   CallResult before_run(const hh_run_context& context, hh_run_request& request) override {
+    std::lock_guard calls(group_->calls_mutex());
     Writer w;
     w.put<uint8_t>(static_cast<uint8_t>(Callback::before_run));
     put_context(w, context);
@@ -218,6 +221,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   }
 
   CallResult after_run(const hh_run_context& context, const hh_run_values& values) override {
+    std::lock_guard calls(group_->calls_mutex());
     if (const auto lost = check_runner()) return *lost;
     Writer w;
     w.put<uint8_t>(static_cast<uint8_t>(Callback::after_run));
@@ -237,6 +241,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   }
 
   CallResult end(const hh_end_info& info) override {
+    std::lock_guard calls(group_->calls_mutex());
     Writer w;
     w.put<uint8_t>(static_cast<uint8_t>(Callback::end));
     w.put<int32_t>(info.outcome);
@@ -247,6 +252,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   }
 
   std::string destroy() override {
+    std::lock_guard calls(group_->calls_mutex());
     if (destroyed_) return {};
     destroyed_ = true;
     std::string error;
@@ -270,6 +276,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
   }
 
   bool restart(std::string* why) override {
+    std::lock_guard calls(group_->calls_mutex());
     auto fail = [&](const std::string& reason) {
       if (why) *why = reason;
       return false;

@@ -2,7 +2,7 @@
 // instance of an isolation group when the configuration names one. The runner's life is shared:
 // when it dies, every member is lost; the member whose call was running is told what happened,
 // and every other member learns it at its next call (and may then restart into a new runner).
-// Calls of the members are made one at a time (the runtime runs hooks in turn on its thread).
+// Calls of the members are made one at a time (calls_mutex(): an observer's come from its worker).
 #pragma once
 
 #include <sys/types.h>
@@ -35,6 +35,9 @@ class RunnerGroup {
   RunnerGroup& operator=(const RunnerGroup&) = delete;
 
   const std::string& name() const { return name_; }
+  // Held around each member's call (and restart): an observer's calls come from its own worker
+  // thread, and the members' calls must still reach the runner one at a time.
+  std::recursive_mutex& calls_mutex() { return calls_mutex_; }
   const SandboxOptions& options() const { return options_; }
 
   // A new member; its id is the instance id in the protocol. `host` must outlive leave(id).
@@ -122,6 +125,7 @@ class RunnerGroup {
   bool lost_ = false;
   std::string lost_message_;
   std::string lost_during_hook_;  // the member whose request lost it
+  std::recursive_mutex calls_mutex_;
 };
 
 }  // namespace hookhost::sandbox

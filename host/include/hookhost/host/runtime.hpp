@@ -66,6 +66,22 @@ struct StepFilter {
   std::string text() const;
 };
 
+// An observer (mode = observe): a hook that never feeds, never fails the job and stops it only by
+// request. Its before_run and after_run run on a worker thread of its own, behind the step, in step
+// order and one step at a time; the training thread only copies the values it fetched and queues
+// the step. What it fetches at a step is what its previous before_run asked for (its first
+// before_run runs on the training thread to learn it). Its errors, and the step they concern, are
+// handled at the next step boundary under on_error; every observer's queue drains before a
+// checkpoint, a new session and end, so none of them sees a state newer than its queue holds.
+struct ObserverSettings {
+  bool enabled = false;
+  uint32_t queue = 8;  // steps waiting for the worker, at most
+  // When the queue is full: block makes the step wait for room (nothing is lost); skip does not
+  // queue the step (the observer never sees it; counted in HookReport::observer_skipped_steps).
+  enum class WhenFull { block, skip } when_full = WhenFull::block;
+};
+const char* when_full_name(ObserverSettings::WhenFull when_full);
+
 struct HookSettings {
   std::string instance_name;
   int order = 0;  // lower runs first; ties keep the order hooks were added
@@ -86,6 +102,8 @@ struct HookSettings {
   // is a folder of its own, the only one its runner may write to unless its policy says more.
   std::string run_dir{};
   StepFilter step_filter{};
+  // Not with on_error = fail or on_crash = fail (add_hook throws ConfigError).
+  ObserverSettings observer{};
 };
 
 enum class Outcome { completed, stopped, failed };
@@ -134,6 +152,10 @@ struct HookReport {
   bool disabled = false;
   std::string failure;                         // the first failure, when there was one
   std::map<std::string, CallStats> callbacks;  // "begin", "after_create_session", ...
+  // An observer's steps it never saw: its queue was full (policy = skip), or its before_run asked
+  // for a value not fetched at that step (an observer's fetches take effect one step later).
+  uint64_t observer_skipped_steps = 0;
+  uint64_t observer_unfetched_steps = 0;
 };
 
 struct RuntimeOptions {

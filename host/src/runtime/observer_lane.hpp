@@ -1,0 +1,124 @@
+// An observer's worker (HookSettings::observer): a thread of its own that makes the observer's
+// before_run and after_run calls behind the step, from a bounded queue of steps the training thread
+// fills. The calls go through the hook's dispatcher, so an in-process and a sandboxed observer are
+// called alike. What a call returns is kept for the training thread, which applies the hook's
+// policies at its next step boundary (StepEngine::settle_observer): the worker itself only decides
+// whether it goes on delivering.
+// Thread rules: the functions under "training thread" are the training thread's; the worker
+// touches the slot's request, fetches and dispatcher only while it runs a call, and the training
+// thread touches them only while the worker is idle (the first before_run, restarts, end).
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "context/job_state.hpp"
+#include "context/running_call.hpp"
+#include "runtime/slot.hpp"
+
+namespace hookhost {
+
+// One step as its observer will see it.
+struct ObservedStep {
+  hh_run_context before_ctx{};  // as its before_run would have seen it
+  hh_run_context after_ctx{};   // stop_requested as it was when the step ended
+  // Its before_run already ran on the training thread (the observer's first step), asking `asked`.
+  bool before_done = false;
+  std::vector<std::string> asked;
+  TensorMap values;  // copies of what it fetched at this step
+};
+
+// A call that did not return HH_OK, for the training thread to handle.
+struct ObserverOutcome {
+  Callback callback;
+  CallResult result;
+  int64_t step;
+};
+
+class ObserverLane {
+ public:
+  ObserverLane(Slot& slot, std::shared_ptr<spdlog::logger> log);
+  ~ObserverLane();  // shutdown()
+  ObserverLane(const ObserverLane&) = delete;
+  ObserverLane& operator=(const ObserverLane&) = delete;
+
+  // --- training thread ---
+  // Whether a before_run has told what this observer fetches.
+  bool request_known() const { return request_known_; }
+  void learn_request(const std::vector<std::string>& names);
+  // What it fetches at the next step: what its newest before_run asked for.
+  const std::vector<std::string>& fetches();
+  // Queues `step`. When the queue is full, block waits for room and skip drops the step (false).
+  // `settle` runs while waiting whenever the worker holds outcomes back (a lost runner waits for
+  // the training thread's restart), so a wait never waits on itself.
+  bool push(ObservedStep&& step, const std::function<void()>& settle);
+  // Returns once every queued step is delivered (or dropped: the hook is disabled).
+  void drain(const std::function<void()>& settle);
+  bool has_outcomes() const { return has_outcomes_.load(std::memory_order_acquire); }
+  std::vector<ObserverOutcome> take_outcomes();
+  // After its lost runner was handled: resume delivering (restarted) or drop every step (disabled).
+  bool halted() const;
+  void resume();
+  void stop_delivering();
+  // Joins the worker; what waits is dropped. The counts stay readable.
+  void shutdown();
+
+  // --- any thread ---
+  uint64_t skipped_steps() const { return skipped_.load(std::memory_order_relaxed); }
+  uint64_t unfetched_steps() const { return unfetched_.load(std::memory_order_relaxed); }
+  void count_skip() { skipped_.fetch_add(1, std::memory_order_relaxed); }
+  // The worker's before_run and after_run calls (their stats, to add to the slot's).
+  CallStats stats(Callback callback) const;
+  const RunningCall& running() const { return running_; }
+
+ private:
+  void work();
+  void deliver(ObservedStep& step);
+  template <typename Fn>
+  CallResult call(Callback callback, int64_t step, Fn&& fn);
+  // Records an outcome; decides whether the worker goes on (under mutex_).
+  void post(Callback callback, CallResult result, int64_t step);
+
+  Slot& slot_;
+  std::shared_ptr<spdlog::logger> log_;
+  RunningCall running_;  // the worker's call, for the request checks and crash blame
+
+  // Training thread only.
+  bool request_known_ = false;
+  std::vector<std::string> fetches_;
+  uint64_t fetches_version_seen_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_;  // the worker waits for a step
+  std::condition_variable changed_;     // the training thread waits for room, a drain or a halt
+  std::deque<ObservedStep> queue_;
+  bool busy_ = false;  // the worker is delivering a step
+  bool worker_waiting_ = false;
+  bool producer_waiting_ = false;
+  bool halted_ = false;   // the runner was lost: nothing is delivered until resume()
+  bool stopped_ = false;  // the hook gets no more calls
+  bool quit_ = false;
+  std::vector<ObserverOutcome> outcomes_;
+  std::vector<std::string> asked_;  // the newest request, written by the worker
+  uint64_t asked_version_ = 0;
+  std::array<CallStats, 2> stats_{};  // before_run, after_run
+  std::atomic<bool> has_outcomes_{false};
+  std::atomic<uint64_t> skipped_{0};
+  std::atomic<uint64_t> unfetched_{0};
+  bool warned_unfetched_ = false;  // worker only
+  std::vector<hh_tensor> views_;   // worker only
+  std::thread worker_;
+};
+
+}  // namespace hookhost

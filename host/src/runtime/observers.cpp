@@ -1,0 +1,102 @@
+// Observers (HookSettings::observer) as the training thread sees them: each has a worker
+// (observer_lane.hpp) that calls it behind the step; here the step's values are copied and queued,
+// and what its calls returned is handled at the step boundary with the step it concerns.
+#include "runtime/observer_lane.hpp"
+#include "runtime/step_engine.hpp"
+
+namespace hookhost {
+
+const char* when_full_name(ObserverSettings::WhenFull when_full) {
+  return when_full == ObserverSettings::WhenFull::skip ? "skip" : "block";
+}
+
+void StepEngine::start_observers() {
+  for (const auto& sp : slots_) {
+    Slot& slot = *sp;
+    if (!slot.settings.observer.enabled) continue;
+    if (slot.settings.observer.queue == 0) slot.settings.observer.queue = 1;
+    slot.lane.reset(new ObserverLane(slot, log_));
+    // Without a before_run it asks for nothing, and nothing needs learning on the step.
+    if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->learn_request({});
+    observer_slots_.push_back(&slot);
+  }
+}
+
+bool StepEngine::first_observed_before_run(Slot& slot) {
+  // Its worker may still be delivering steps queued after a failed first before_run: the two
+  // calls must not overlap.
+  slot.lane->drain([&] { settle_observer(slot); });
+  settle_observer(slot);
+  if (slot.disabled) {
+    slot.state = HookState::in_session;
+    return false;
+  }
+  slot.observer_first_pending = true;
+  return true;
+}
+
+void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const TensorMap& values) {
+  ObservedStep step;
+  step.before_ctx = ctx;
+  step.after_ctx = ctx;
+  step.after_ctx.stop_requested = job_.stop_requested(std::memory_order_relaxed) ? 1 : 0;
+  ObserverLane& lane = *slot.lane;
+  const std::vector<std::string>* names;
+  if (slot.observer_first_pending) {
+    slot.observer_first_pending = false;
+    lane.learn_request(slot.fetches);
+    step.before_done = true;
+    step.asked = std::move(slot.fetches);
+    slot.fetches.clear();
+    names = &step.asked;
+  } else {
+    names = &lane.fetches();
+  }
+  for (const auto& name : *names) {
+    auto it = values.find(name);
+    if (it == values.end()) {
+      job_.fail("the workload did not return the fetched tensor '" + name + "'");
+      return;
+    }
+    step.values.emplace(it->first, it->second);  // the one copy an observer costs the step
+  }
+  if (lane.push(std::move(step), [&] { settle_observer(slot); })) return;
+  if (lane.skipped_steps() == 1)
+    log_->warn(
+        "observer '{}' fell behind: global step {} was not queued to it (queue = {} full, policy "
+        "= skip); later skipped steps are counted in its report",
+        slot.settings.instance_name, ctx.global_step, slot.settings.observer.queue);
+}
+
+void StepEngine::settle_observers() {
+  for (Slot* slot : observer_slots_)
+    if (slot->lane->has_outcomes()) settle_observer(*slot);
+}
+
+void StepEngine::settle_observer(Slot& slot) {
+  ObserverLane& lane = *slot.lane;
+  for (ObserverOutcome& outcome : lane.take_outcomes()) {
+    if (slot.disabled && !outcome.result.ok()) continue;  // a later failure of a disabled hook
+    // Run as the hook's call would: a restart replays its lifecycle from here.
+    handle_result(slot, outcome.callback, outcome.result, outcome.step);
+  }
+  if (slot.disabled)
+    lane.stop_delivering();
+  else if (lane.halted())
+    lane.resume();  // restarted
+}
+
+void StepEngine::drain_observers() {
+  for (Slot* slot : observer_slots_) {
+    slot->lane->drain([&] { settle_observer(*slot); });
+    settle_observer(*slot);
+  }
+}
+
+uint64_t StepEngine::observer_skipped_steps() const {
+  uint64_t skipped = 0;
+  for (const Slot* slot : observer_slots_) skipped += slot->lane->skipped_steps();
+  return skipped;
+}
+
+}  // namespace hookhost

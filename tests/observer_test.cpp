@@ -1,0 +1,217 @@
+// Observers (mode = observe) through the hookhost program: their calls run behind the step on a
+// thread of their own, every step exactly once and in order under policy = block, skipped and
+// counted under skip; a stop, a failure and a lost runner are handled at the next boundary with the
+// step they concern; queues drain before a checkpoint and before end. In process and sandboxed.
+// Real program, real plugins, real runner processes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "process.hpp"
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class ObserverJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plugins_ = dir_ / "plugins";
+    fs::create_directories(plugins_);
+    copy_plugin(fixture_plugin("scripted"), plugins_);
+  }
+  // linreg for `epochs` epochs (4 steps each, global steps from 0) with the scripted hook 'obs'
+  // tracing to obs.txt, `keys` added to its section; `more_sections` after it.
+  ProcessResult run(const std::string& keys, int epochs = 5, const std::string& run_keys = "",
+                    const std::string& more_sections = "",
+                    const std::vector<std::string>& more_args = {"--fresh"}) {
+    write_file(dir_ / "job.ini",
+               "[run]\nrun_dir = run\n" + run_keys +
+                   "\n[workload]\nname = linreg\nepochs = " + std::to_string(epochs) +
+                   "\n\n[hook.obs]\nplugin = scripted\ntrace = " + (dir_ / "obs.txt").string() +
+                   "\n" + keys + "\n" + more_sections);
+    std::vector<std::string> args{"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                  plugins_.string()};
+    args.insert(args.end(), more_args.begin(), more_args.end());
+    ProcessResult r = run_hookhost(args, dir_.path());
+    r.out += r.err;
+    return r;
+  }
+  std::string trace(const std::string& file = "obs.txt") const {
+    return fs::exists(dir_ / file) ? read_file(dir_ / file) : "";
+  }
+  // The global steps of the trace's `callback` lines, in the order they were written.
+  std::vector<int> steps_of(const std::string& callback, const std::string& file = "obs.txt",
+                            const std::string& hook = "obs") const {
+    const std::string text = trace(file);
+    const std::regex line(hook + " " + callback + " gs=(\\d+)");
+    std::vector<int> steps;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+         it != std::sregex_iterator(); ++it)
+      steps.push_back(std::stoi((*it)[1]));
+    return steps;
+  }
+  static std::vector<int> range(int from, int to) {  // [from, to)
+    std::vector<int> out;
+    for (int i = from; i < to; ++i) out.push_back(i);
+    return out;
+  }
+
+  TempDir dir_;
+  fs::path plugins_;
+};
+
+TEST_F(ObserverJob, BlockDeliversEveryStepOnceInOrderOffTheTrainingThread) {
+  const ProcessResult r =
+      run("mode = observe\nqueue = 2\nfetch = loss\nafter_run_sleep_ms = 2\ntrace_thread = true");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 20)));
+  // The first before_run runs on the step to learn the fetches; every later one behind it.
+  EXPECT_THAT(steps_of("before_run"), ElementsAreArray(range(0, 20)));
+  const std::string text = trace();
+  // Each after_run had the loss it asked for; the first on the training thread's queue too.
+  const std::regex with_loss("after_run gs=\\d+ .* values=loss:");
+  EXPECT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), with_loss),
+                          std::sregex_iterator()),
+            20);
+  EXPECT_THAT(text, Not(HasSubstr("begin_thread=1")));
+  EXPECT_THAT(text, HasSubstr("begin_thread=0"));
+  // end comes after the drain: the last line is end, after all 20 after_runs.
+  EXPECT_THAT(text.substr(text.rfind("obs after_run")), HasSubstr("obs end outcome=completed"));
+  EXPECT_THAT(r.out, HasSubstr("mode = observe, queue = 2, policy = block"));
+  EXPECT_THAT(r.out, Not(HasSubstr("observer:")));  // nothing skipped
+}
+
+TEST_F(ObserverJob, SkipDropsStepsWhileTheQueueIsFullAndCountsThem) {
+  const ProcessResult r = run("mode = observe\nqueue = 1\npolicy = skip\nafter_run_sleep_ms = 30");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::vector<int> delivered = steps_of("after_run");
+  ASSERT_FALSE(delivered.empty());
+  EXPECT_LT(delivered.size(), 20u);  // 20 steps of microseconds against 30 ms per call
+  EXPECT_TRUE(std::is_sorted(delivered.begin(), delivered.end()));
+  EXPECT_EQ(std::adjacent_find(delivered.begin(), delivered.end()), delivered.end());
+  // Every step is either delivered or counted, never both and never neither.
+  const std::regex counted("observer: (\\d+) steps skipped, its queue full \\(policy = skip\\)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, counted)) << r.out;
+  EXPECT_EQ(std::stoul(m[1]) + delivered.size(), 20u);
+  EXPECT_THAT(r.out, HasSubstr("observer 'obs' fell behind: global step"));
+}
+
+TEST_F(ObserverJob, AStopFromAnObserverEndsTheJobWithinQueuePlusOneSteps) {
+  const ProcessResult r =
+      run("mode = observe\nqueue = 3\nstop_at_iteration = 4\nafter_run_sleep_ms = 5", 10);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("job stopped"));
+  const std::vector<int> delivered = steps_of("after_run");
+  ASSERT_GE(delivered.size(), 5u);
+  // Asked in after_run of global step 4: at most queue + 1 = 4 more steps ran, and each reached
+  // the observer before its end.
+  EXPECT_LE(delivered.back(), 4 + 3 + 1);
+  EXPECT_THAT(delivered, ElementsAreArray(range(0, delivered.back() + 1)));
+  EXPECT_THAT(trace(), HasSubstr("obs end outcome=stopped"));
+}
+
+TEST_F(ObserverJob, AFailureIsHandledWithTheStepItConcerns) {
+  const ProcessResult r =
+      run("mode = observe\nqueue = 4\nfail_in = after_run\nfail_at_iteration = 7\n"
+          "after_run_sleep_ms = 2\non_error = disable");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(
+      r.out,
+      AllOf(HasSubstr("hook 'obs' (plugin 'scripted'"),
+            HasSubstr("failed in after_run at global step 7: std::runtime_error: scripted failure"),
+            HasSubstr("on_error=disable")));
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 8)));  // nothing after it
+  EXPECT_THAT(r.out, HasSubstr("job completed"));
+  EXPECT_THAT(trace(), HasSubstr("obs end outcome=failed"));  // its own end says it failed
+}
+
+TEST_F(ObserverJob, ContinueKeepsDeliveringAfterAFailure) {
+  const ProcessResult r =
+      run("mode = observe\nfail_in = after_run\nfail_at_iteration = 3\non_error = continue");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("failed in after_run at global step 3"));
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 20)));
+}
+
+TEST_F(ObserverJob, AnObserverCannotFeed) {
+  const ProcessResult r = run("mode = observe\nfeed = x=1\non_error = continue", 1);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("an observer cannot feed"));
+}
+
+TEST_F(ObserverJob, ABadKeyStopsTheJobBeforeItStartsNamingTheLine) {
+  struct Case {
+    std::string keys, says;
+  };
+  for (const Case& c : {
+           Case{"mode = later", "expected observe"},
+           Case{"queue = 4", "'queue' applies to observers only; add mode = observe"},
+           Case{"policy = skip", "'policy' applies to observers only"},
+           Case{"mode = observe\nqueue = 0", "expected an integer from 1 to 65536"},
+           Case{"mode = observe\nqueue = 70000", "expected an integer from 1 to 65536"},
+           Case{"mode = observe\npolicy = drop", "expected block"},
+           Case{"mode = observe\non_error = fail", "an observer cannot fail the job"},
+       }) {
+    SCOPED_TRACE(c.keys);
+    const ProcessResult r = run(c.keys, 1);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_THAT(r.out, AllOf(HasSubstr("job.ini:"), HasSubstr(c.says)));
+    EXPECT_EQ(trace(), "");  // nothing ran
+  }
+  // [run] on_error = fail reaches the observer too.
+  const ProcessResult r = run("mode = observe", 1, "on_error = fail\n");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("on_error is fail (from [run])"));
+}
+
+TEST_F(ObserverJob, ASandboxedObserverGetsEveryStepInOrder) {
+  const ProcessResult r =
+      run("isolation = process\nmode = observe\nqueue = 2\nfetch = loss\nafter_run_sleep_ms = 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 20)));
+  EXPECT_THAT(steps_of("before_run"), ElementsAreArray(range(0, 20)));
+  EXPECT_THAT(trace(), HasSubstr("obs end outcome=completed"));
+}
+
+TEST_F(ObserverJob, ObserversInAnIsolationGroupWithAnOrdinaryHookTakeTurnsInTheRunner) {
+  const std::string others =
+      "\n[hook.obs2]\nplugin = scripted\nisolation = process\nisolation_group = g\n"
+      "mode = observe\nfetch = loss\ntrace = " +
+      (dir_ / "obs2.txt").string() +
+      "\n\n[hook.plain]\nplugin = scripted\nisolation = process\nisolation_group = g\n"
+      "fetch = loss\ntrace = " +
+      (dir_ / "plain.txt").string() + "\n";
+  const ProcessResult r =
+      run("isolation = process\nisolation_group = g\nmode = observe\nafter_run_sleep_ms = 1", 5, "",
+          others);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 20)));
+  EXPECT_THAT(steps_of("after_run", "obs2.txt", "obs2"), ElementsAreArray(range(0, 20)));
+  EXPECT_THAT(steps_of("after_run", "plain.txt", "plain"), ElementsAreArray(range(0, 20)));
+}
+
+TEST_F(ObserverJob, ALostSandboxedObserverIsRestartedAtTheNextBoundary) {
+  const ProcessResult r =
+      run("isolation = process\nmode = observe\nkill_in = after_run\nkill_at_step = 6\n"
+          "kill_by_context_step = true\nkill_marker = " +
+          (dir_ / "killed").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir_ / "killed"));
+  EXPECT_THAT(r.out, AllOf(HasSubstr("on_crash=restart: restarting it (1 of 3)"),
+                           HasSubstr("restarted with its last saved state")));
+  const std::vector<int> delivered = steps_of("after_run");
+  ASSERT_FALSE(delivered.empty());
+  EXPECT_EQ(delivered.back(), 19);  // it went on to the last step
+  EXPECT_THAT(r.out, HasSubstr("job completed"));
+}
+
+}  // namespace
+}  // namespace hookhost::testing
