@@ -11,9 +11,9 @@
 #include <set>
 
 #include "event_file_reader.hpp"
-#include "storage/checkpoint.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
+#include "storage/checkpoint.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -23,20 +23,28 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // Every stateful built-in hook, plus a recorder that counts its after_runs in its state and can
-// kill the process once at a chosen step.
-std::string job_config(const fs::path& dir, int64_t kill_at, const std::string& kill_in) {
+// kill the process once at a chosen step. `observers`: the hooks that only observe run behind the
+// step (mode = observe), the recorder slowly, so the kill lands while steps wait in its queue.
+std::string job_config(const fs::path& dir, int64_t kill_at, const std::string& kill_in,
+                       bool observers = false) {
+  const std::string observe = observers ? "mode = observe\nqueue = 16\n" : "";
   return "[run]\nrun_dir = run\nkeep_checkpoints = 0\n"
          "[workload]\nname = linreg\nepochs = 0\n"
          "[hook.stop]\nplugin = stop_at_step\nnum_steps = 120\n"
          "[hook.early]\nplugin = early_stopping\nmin_delta = 0.001\npatience = 40\n"
          "[hook.limit]\nplugin = time_limit\nmax_secs = 3600\n"
-         "[hook.history]\nplugin = history_saver\nevery_n_steps = 3\ntensors = loss, weights\n"
-         "[hook.rate]\nplugin = step_counter\nevery_n_steps = 10\nsummaries = true\n"
-         "[hook.summaries]\nplugin = summary_saver\nsave_steps = 5\ntensors = loss, bias\n"
-         "[hook.recorder]\nplugin = scripted\ntrace = " +
-         (dir / "recorder.txt").string() + "\nkill_at_step = " + std::to_string(kill_at) +
-         "\nkill_in = " + kill_in + "\nkill_marker = " + (dir / "killed").string() +
-         "\n[hook.checkpoints]\nplugin = checkpoint_saver\nsave_steps = 7\n";
+         "[hook.history]\nplugin = history_saver\nevery_n_steps = 3\ntensors = loss, weights\n" +
+         observe + "[hook.rate]\nplugin = step_counter\nevery_n_steps = 10\nsummaries = true\n" +
+         observe +
+         "[hook.summaries]\nplugin = summary_saver\nsave_steps = 5\ntensors = loss, bias\n" +
+         observe +
+         "[hook.recorder]\nplugin = scripted\ntrace = " + (dir / "recorder.txt").string() +
+         "\nkill_at_step = " + std::to_string(kill_at) + "\nkill_in = " + kill_in +
+         "\nkill_marker = " + (dir / "killed").string() + "\n" +
+         (observers
+              ? observe + "fetch = loss\nafter_run_sleep_ms = 1\nkill_by_context_step = true\n"
+              : "") +
+         "[hook.checkpoints]\nplugin = checkpoint_saver\nsave_steps = 7\n";
 }
 
 struct Outcome {
@@ -84,8 +92,9 @@ Outcome outcome_of(const fs::path& dir, const ProcessResult& last) {
   return o;
 }
 
-ProcessResult run_job(const fs::path& dir, int64_t kill_at, const std::string& kill_in) {
-  write_file(dir / "job.ini", job_config(dir, kill_at, kill_in));
+ProcessResult run_job(const fs::path& dir, int64_t kill_at, const std::string& kill_in,
+                      bool observers = false) {
+  write_file(dir / "job.ini", job_config(dir, kill_at, kill_in, observers));
   const fs::path fixtures = dir / "fixtures";
   if (!fs::exists(fixtures / "scripted.so")) {
     fs::create_directories(fixtures);
@@ -141,6 +150,58 @@ TEST(KillResume, TwentyKillsEachResumeToTheUninterruptedResult) {
     EXPECT_THAT(resumed.err + resumed.out, Not(HasSubstr("unusable checkpoint")));
     const Outcome got = outcome_of(dir, resumed);
     EXPECT_EQ(got.first_step, newest);  // resumed from the newest complete checkpoint
+    EXPECT_EQ(got.summary_line, reference.summary_line);
+    EXPECT_EQ(got.final_step, reference.final_step);
+    EXPECT_EQ(got.states, reference.states);
+    EXPECT_EQ(got.history, reference.history);
+    EXPECT_EQ(got.scalars, reference.scalars);
+    EXPECT_EQ(got.rate_steps, reference.rate_steps);
+    EXPECT_TRUE(got.conflicts.empty()) << ::testing::PrintToString(got.conflicts);
+  }
+}
+
+// The same with the observing hooks behind the step: killed while the recorder's queue holds
+// steps, the resumed job still ends as the uninterrupted one, because every checkpoint was taken
+// after every queue drained (its hook states are its step's) and nothing is counted twice.
+TEST(KillResume, ObserversKilledDuringABacklogResumeToTheUninterruptedResult) {
+  TempDir root;
+  const fs::path ref_dir = root / "reference";
+  fs::create_directories(ref_dir);
+  const ProcessResult ref_run = run_job(ref_dir, -1, "after_run", true);
+  ASSERT_EQ(ref_run.exit_code, 0) << ref_run.err;
+  const Outcome reference = outcome_of(ref_dir, ref_run);
+  ASSERT_GT(reference.final_step, 60) << reference.summary_line;
+  EXPECT_EQ(reference.states.at("recorder"),
+            "scripted:after_runs=" + std::to_string(reference.final_step));
+  ASSERT_GT(reference.history.size(), 5u);
+  // The observers' results match the hooks' run on the step.
+  const fs::path step_dir = root / "on-the-step";
+  fs::create_directories(step_dir);
+  const ProcessResult step_run = run_job(step_dir, -1, "after_run", false);
+  ASSERT_EQ(step_run.exit_code, 0) << step_run.err;
+  const Outcome on_step = outcome_of(step_dir, step_run);
+  EXPECT_EQ(on_step.states, reference.states);
+  EXPECT_EQ(on_step.history, reference.history);
+  EXPECT_EQ(on_step.scalars, reference.scalars);
+
+  for (const int64_t step : {6, 14, 30, 50}) {
+    SCOPED_TRACE("killed at global step " + std::to_string(step));
+    const fs::path dir = root / ("kill-" + std::to_string(step));
+    fs::create_directories(dir);
+    const ProcessResult killed = run_job(dir, step, "after_run", true);
+    ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.err;
+    const std::vector<fs::path> left = list_checkpoints(dir / "run" / "checkpoints");
+    for (const auto& file : left) {
+      // Each checkpoint holds the recorder's state of exactly its step.
+      const Checkpoint written = read_checkpoint(file);
+      if (written.global_step == 0) continue;  // the first save, before any after_run
+      ASSERT_EQ(written.hook_states.count("recorder"), 1u) << file;
+      EXPECT_EQ(written.hook_states.at("recorder").bytes,
+                "after_runs=" + std::to_string(written.global_step));
+    }
+    const ProcessResult resumed = run_job(dir, step, "after_run", true);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const Outcome got = outcome_of(dir, resumed);
     EXPECT_EQ(got.summary_line, reference.summary_line);
     EXPECT_EQ(got.final_step, reference.final_step);
     EXPECT_EQ(got.states, reference.states);

@@ -89,7 +89,8 @@ TEST_F(ObserverJob, BlockDeliversEveryStepOnceInOrderOffTheTrainingThread) {
 }
 
 TEST_F(ObserverJob, SkipDropsStepsWhileTheQueueIsFullAndCountsThem) {
-  const ProcessResult r = run("mode = observe\nqueue = 1\npolicy = skip\nafter_run_sleep_ms = 30");
+  const ProcessResult r =
+      run("mode = observe\nqueue = 1\npolicy = skip\nafter_run_sleep_ms = 30\nfetch = loss");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::vector<int> delivered = steps_of("after_run");
   ASSERT_FALSE(delivered.empty());

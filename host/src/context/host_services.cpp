@@ -6,6 +6,7 @@
 namespace hookhost {
 
 constinit thread_local const HostServices* t_current_call = nullptr;
+constinit thread_local int64_t t_observed_step = kNoObservedStep;
 
 HostServices* HostServices::from(const hh_host* host, const char* function) {
   auto* s = host ? static_cast<HostServices*>(host->host_data) : nullptr;

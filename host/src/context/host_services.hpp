@@ -56,5 +56,9 @@ struct HostServices {
 
 // The instance whose lifecycle call is running on this thread ([hook-thread] checks).
 extern constinit thread_local const HostServices* t_current_call;
+// While an observer's worker calls it: the global step its call would have seen on the step
+// (hh_host.global_step), since the live one has moved on. kNoObservedStep otherwise.
+inline constexpr int64_t kNoObservedStep = INT64_MIN;
+extern constinit thread_local int64_t t_observed_step;
 
 }  // namespace hookhost

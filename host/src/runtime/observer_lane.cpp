@@ -37,13 +37,31 @@ void ObserverLane::shutdown() {
   busy_ = false;
 }
 
+namespace {
+
+// Adds the names of `more` that `into` lacks; true when it grew.
+bool add_names(std::vector<std::string>& into, const std::vector<std::string>& more) {
+  bool grew = false;
+  for (const auto& name : more)
+    if (std::find(into.begin(), into.end(), name) == into.end()) {
+      into.push_back(name);
+      grew = true;
+    }
+  return grew;
+}
+
+}  // namespace
+
 void ObserverLane::learn_request(const std::vector<std::string>& names) {
-  fetches_ = names;
-  request_known_ = true;
+  std::lock_guard lock(mutex_);  // the worker is idle: the lock orders asked_ with its next step
+  if (add_names(asked_, names)) ++asked_version_;
+  fetches_ = asked_;
+  fetches_version_seen_ = asked_version_;
+  if (!names.empty() || ++learning_steps_ >= kLearningSteps) request_known_ = true;
 }
 
 const std::vector<std::string>& ObserverLane::fetches() {
-  // The worker publishes a changed request under the mutex; an unchanged one costs one lock.
+  // The worker publishes a grown list under the mutex; an unchanged one costs one lock.
   std::lock_guard lock(mutex_);
   if (asked_version_ != fetches_version_seen_) {
     fetches_ = asked_;
@@ -153,9 +171,10 @@ void ObserverLane::work() {
 }
 
 template <typename Fn>
-CallResult ObserverLane::call(Callback callback, int64_t step, Fn&& fn) {
+CallResult ObserverLane::call(Callback callback, int64_t step, int64_t live_step, Fn&& fn) {
   const HostServices* previous = t_current_call;
   t_current_call = slot_.services.get();
+  t_observed_step = live_step;
   running_.set_callback(callback);
   running_.set_step(step);
   const auto t0 = std::chrono::steady_clock::now();
@@ -165,6 +184,7 @@ CallResult ObserverLane::call(Callback callback, int64_t step, Fn&& fn) {
   const auto dt =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
   t_current_call = previous;
+  t_observed_step = kNoObservedStep;
   std::lock_guard lock(mutex_);
   CallStats& st = stats_[callback == Callback::before_run ? 0 : 1];
   ++st.calls;  // failures are counted where they are handled, on the training thread
@@ -199,7 +219,7 @@ void ObserverLane::deliver(ObservedStep& step) {
   } else if (wants_before) {
     slot_.fetches.clear();
     slot_.request_error.clear();
-    CallResult r = call(Callback::before_run, global_step, [&] {
+    CallResult r = call(Callback::before_run, global_step, global_step, [&] {
       return slot_.dispatch->before_run(step.before_ctx, slot_.request.c);
     });
     // The host's reason for a refused fetch or feed is more precise than the plugin's.
@@ -215,10 +235,7 @@ void ObserverLane::deliver(ObservedStep& step) {
     }
     if (r.status == HH_STOP_REQUESTED) post(Callback::before_run, std::move(r), global_step);
     std::lock_guard lock(mutex_);
-    if (asked != asked_) {
-      asked_ = asked;
-      ++asked_version_;
-    }
+    if (add_names(asked_, asked)) ++asked_version_;
   }
   if (!wants_after) return;
   views_.clear();
@@ -242,15 +259,16 @@ void ObserverLane::deliver(ObservedStep& step) {
     views_.push_back(it->second.view(it->first.c_str()));
   }
   if (!missing.empty()) {
-    // Its fetches changed: they were not fetched at this step, and an after_run without a value
-    // it asked for would break the hook's contract. It gets them from its next step on.
+    // A name it never asked for before was not fetched at this step, and an after_run without a
+    // value it asked for would break the hook's contract. It is fetched from its next step on.
     unfetched_.fetch_add(1, std::memory_order_relaxed);
     if (!warned_unfetched_) {
       warned_unfetched_ = true;
       log_->warn(
           "observer '{}' asked for '{}' in its before_run of global step {}, which it had not "
-          "asked for before: an observer's fetches take effect at its next step, so its after_run "
-          "of global step {} was not called (later such steps are counted in its report)",
+          "asked for before: a name an observer asks for is fetched from its next step on, so "
+          "its after_run of global step {} was not called (later such steps are counted in its "
+          "report)",
           slot_.settings.instance_name, missing.front(), global_step, global_step);
     }
     return;
@@ -260,7 +278,7 @@ void ObserverLane::deliver(ObservedStep& step) {
   values.tensor_stride = sizeof(hh_tensor);
   values.tensors = views_.empty() ? nullptr : views_.data();
   values.count = static_cast<uint32_t>(views_.size());
-  CallResult r = call(Callback::after_run, global_step,
+  CallResult r = call(Callback::after_run, global_step, step.step_after,
                       [&] { return slot_.dispatch->after_run(step.after_ctx, values); });
   if (!r.ok() || r.status == HH_STOP_REQUESTED)
     post(Callback::after_run, std::move(r), global_step);

@@ -33,6 +33,7 @@ namespace hookhost {
 struct ObservedStep {
   hh_run_context before_ctx{};  // as its before_run would have seen it
   hh_run_context after_ctx{};   // stop_requested as it was when the step ended
+  int64_t step_after = 0;       // the live global step once the step ran
   // Its before_run already ran on the training thread (the observer's first step), asking `asked`.
   bool before_done = false;
   std::vector<std::string> asked;
@@ -54,11 +55,19 @@ class ObserverLane {
   ObserverLane& operator=(const ObserverLane&) = delete;
 
   // --- training thread ---
-  // Whether a before_run has told what this observer fetches.
+  // Until its before_run has asked for a value (or kLearningSteps steps asked for none), each
+  // before_run runs on the training thread, its worker idle: the fetches are learnt exactly,
+  // whatever step the job starts or resumes at and whatever cadence the hook keeps itself.
+  static constexpr uint32_t kLearningSteps = 100;
   bool request_known() const { return request_known_; }
+  // What a before_run on the training thread asked for.
   void learn_request(const std::vector<std::string>& names);
-  // What it fetches at the next step: what its newest before_run asked for.
+  void fetch_nothing() { request_known_ = true; }  // it has no before_run
+  // What it fetches at this step: every name its before_runs asked for so far (a before_run
+  // behind the step cannot change this step's fetches). Refreshed here, before the step.
   const std::vector<std::string>& fetches();
+  // The same list, as fetches() last returned it: for the step's after_run phase.
+  const std::vector<std::string>& step_fetches() const { return fetches_; }
   // Queues `step`. When the queue is full, block waits for room and skip drops the step (false).
   // `settle` runs while waiting whenever the worker holds outcomes back (a lost runner waits for
   // the training thread's restart), so a wait never waits on itself.
@@ -85,8 +94,9 @@ class ObserverLane {
  private:
   void work();
   void deliver(ObservedStep& step);
+  // `live_step`: what hh_host.global_step tells the hook during the call.
   template <typename Fn>
-  CallResult call(Callback callback, int64_t step, Fn&& fn);
+  CallResult call(Callback callback, int64_t step, int64_t live_step, Fn&& fn);
   // Records an outcome; decides whether the worker goes on (under mutex_).
   void post(Callback callback, CallResult result, int64_t step);
 
@@ -96,6 +106,7 @@ class ObserverLane {
 
   // Training thread only.
   bool request_known_ = false;
+  uint32_t learning_steps_ = 0;
   std::vector<std::string> fetches_;
   uint64_t fetches_version_seen_ = 0;
 
@@ -110,7 +121,7 @@ class ObserverLane {
   bool stopped_ = false;  // the hook gets no more calls
   bool quit_ = false;
   std::vector<ObserverOutcome> outcomes_;
-  std::vector<std::string> asked_;  // the newest request, written by the worker
+  std::vector<std::string> asked_;  // every name asked for, grown by the worker
   uint64_t asked_version_ = 0;
   std::array<CallStats, 2> stats_{};  // before_run, after_run
   std::atomic<bool> has_outcomes_{false};

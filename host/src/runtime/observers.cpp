@@ -17,7 +17,7 @@ void StepEngine::start_observers() {
     if (slot.settings.observer.queue == 0) slot.settings.observer.queue = 1;
     slot.lane.reset(new ObserverLane(slot, log_));
     // Without a before_run it asks for nothing, and nothing needs learning on the step.
-    if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->learn_request({});
+    if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->fetch_nothing();
     observer_slots_.push_back(&slot);
   }
 }
@@ -40,6 +40,7 @@ void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const Tenso
   step.before_ctx = ctx;
   step.after_ctx = ctx;
   step.after_ctx.stop_requested = job_.stop_requested(std::memory_order_relaxed) ? 1 : 0;
+  step.step_after = job_.global_step(std::memory_order_relaxed);
   ObserverLane& lane = *slot.lane;
   const std::vector<std::string>* names;
   if (slot.observer_first_pending) {
@@ -50,7 +51,7 @@ void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const Tenso
     slot.fetches.clear();
     names = &step.asked;
   } else {
-    names = &lane.fetches();
+    names = &lane.step_fetches();  // as before_calls merged them into this step's
   }
   for (const auto& name : *names) {
     auto it = values.find(name);

@@ -37,6 +37,7 @@ int32_t HostTable::log_enabled(HostServices& caller, int32_t level) {
 }
 
 int64_t HostTable::global_step(HostServices& caller) {
+  if (t_observed_step != kNoObservedStep && t_current_call == &caller) return t_observed_step;
   return caller.context->global_step();
 }
 
