@@ -135,9 +135,9 @@ class TimesReporter : public benchmark::ConsoleReporter {
       const double ns =
           (real ? run.GetAdjustedRealTime() : run.GetAdjustedCPUTime()) * to_ns(run.time_unit);
       if (run.run_type == Run::RT_Iteration) {
-        if (!medians_.count(run.run_name.str())) times_[run.run_name.str()] = ns;
+        if (!medians_.count(run.run_name.str())) keep(run, ns);
       } else if (run.aggregate_name == "median") {
-        times_[run.run_name.str()] = ns;
+        keep(run, ns);
         medians_.insert({run.run_name.str(), true});
       }
     }
@@ -148,6 +148,13 @@ class TimesReporter : public benchmark::ConsoleReporter {
     return it == times_.end() ? -1 : it->second;
   }
   bool has(const std::string& name) const { return times_.count(name) != 0; }
+  // A user counter of a benchmark (as kept with its time), or a negative number.
+  double counter(const std::string& name, const std::string& counter) const {
+    auto it = counters_.find(name);
+    if (it == counters_.end()) return -1;
+    auto c = it->second.find(counter);
+    return c == it->second.end() ? -1 : c->second;
+  }
   const std::map<std::string, double>& times() const { return times_; }
 
  private:
@@ -160,7 +167,13 @@ class TimesReporter : public benchmark::ConsoleReporter {
     }
     return 1;
   }
+  void keep(const Run& run, double ns) {
+    times_[run.run_name.str()] = ns;
+    auto& counters = counters_[run.run_name.str()];
+    for (const auto& [name, value] : run.counters) counters[name] = value.value;
+  }
   std::map<std::string, double> times_;
+  std::map<std::string, std::map<std::string, double>> counters_;
   std::map<std::string, bool> medians_;
 };
 

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(dispatch_bench sandbox_bench checkpoint_bench record_bench job_bench discovery_bench
+all=(dispatch_bench sandbox_bench observer_bench checkpoint_bench record_bench job_bench discovery_bench
   python_bench mpi_bench)
 selected=("$@")
 [ ${#selected[@]} -gt 0 ] || selected=("${all[@]}")

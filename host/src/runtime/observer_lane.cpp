@@ -15,7 +15,7 @@ void LaneDeleter::operator()(ObserverLane* lane) const {
 }
 
 ObserverLane::ObserverLane(Slot& slot, std::shared_ptr<spdlog::logger> log)
-    : slot_(slot), log_(std::move(log)) {
+    : slot_(slot), log_(std::move(log)), queue_(slot.settings.observer.queue) {
   slot_.worker_running = &running_;
   worker_ = std::thread([this] { work(); });
 }
@@ -84,13 +84,16 @@ bool ObserverLane::push(ObservedStep&& step, const std::function<void()>& settle
       lock.lock();
       continue;
     }
+    if (worker_waiting_) work_ready_.notify_one();
     producer_waiting_ = true;
     changed_.wait(lock);
     producer_waiting_ = false;
   }
   if (stopped_ || quit_) return true;  // disabled: its steps go nowhere, as any disabled hook's
   queue_.push_back(std::move(step));
-  const bool wake = worker_waiting_;
+  // A polling worker finds the step at its next look: waking it costs the step a system call
+  // (microseconds), paid only when it parked after an idle spell or when the queue is full.
+  const bool wake = worker_parked_ || (worker_waiting_ && queue_.size() >= capacity);
   lock.unlock();
   if (wake) work_ready_.notify_one();
   return true;
@@ -105,6 +108,7 @@ void ObserverLane::drain(const std::function<void()>& settle) {
       lock.lock();
       continue;
     }
+    if (worker_waiting_) work_ready_.notify_one();  // not a poll interval later
     producer_waiting_ = true;
     changed_.wait(lock);
     producer_waiting_ = false;
@@ -151,15 +155,33 @@ CallStats ObserverLane::stats(Callback callback) const {
 
 void ObserverLane::work() {
   std::unique_lock lock(mutex_);
+  uint32_t idle_polls = 0;
+  std::chrono::microseconds poll_interval = kPollInterval;
   for (;;) {
+    // While steps keep coming the worker polls, so the training thread never wakes it; after
+    // kIdlePollsBeforePark empty polls it parks until a step or a command wakes it.
     while (!quit_ && (queue_.empty() || halted_ || stopped_)) {
       worker_waiting_ = true;
-      work_ready_.wait(lock);
+      if (idle_polls < kIdlePollsBeforePark && !halted_ && !stopped_) {
+        work_ready_.wait_for(lock, poll_interval);
+        // Looks often enough to find a few steps each time, never a full queue.
+        const std::size_t found = queue_.size();
+        const std::size_t capacity = slot_.settings.observer.queue;
+        if (found == 0) ++idle_polls;
+        if (capacity > 1 && found * 2 >= capacity)
+          poll_interval = std::max(kMinPollInterval, poll_interval / 2);
+        else if (found <= 1)
+          poll_interval = std::min(kPollInterval, poll_interval * 2);
+      } else {
+        worker_parked_ = true;
+        work_ready_.wait(lock);
+        worker_parked_ = false;
+      }
       worker_waiting_ = false;
     }
     if (quit_) return;
-    ObservedStep step = std::move(queue_.front());
-    queue_.pop_front();
+    idle_polls = 0;
+    ObservedStep step = queue_.pop_front();
     busy_ = true;
     lock.unlock();
     deliver(step);

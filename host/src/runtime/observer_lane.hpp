@@ -11,11 +11,12 @@
 
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,13 @@ class ObserverLane {
   // before_run runs on the training thread, its worker idle: the fetches are learnt exactly,
   // whatever step the job starts or resumes at and whatever cadence the hook keeps itself.
   static constexpr uint32_t kLearningSteps = 100;
+  // How often an idle worker looks for steps (it parks after kIdlePollsBeforePark empty looks):
+  // from kPollInterval down to kMinPollInterval while steps come faster than it looks, so the
+  // training thread never pays a wake-up unless the queue is full. kPollInterval bounds how long
+  // a queued step waits for its observer's worker to start on it.
+  static constexpr std::chrono::microseconds kPollInterval{1000};
+  static constexpr std::chrono::microseconds kMinPollInterval{20};
+  static constexpr uint32_t kIdlePollsBeforePark = 64;
   bool request_known() const { return request_known_; }
   // What a before_run on the training thread asked for.
   void learn_request(const std::vector<std::string>& names);
@@ -113,9 +121,34 @@ class ObserverLane {
   mutable std::mutex mutex_;
   std::condition_variable work_ready_;  // the worker waits for a step
   std::condition_variable changed_;     // the training thread waits for room, a drain or a halt
-  std::deque<ObservedStep> queue_;
-  bool busy_ = false;  // the worker is delivering a step
-  bool worker_waiting_ = false;
+  // The queue: a ring of `queue` steps allocated once, so queuing a step allocates nothing.
+  class StepRing {
+   public:
+    explicit StepRing(std::size_t capacity) : items_(std::max<std::size_t>(1, capacity)) {}
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    void push_back(ObservedStep&& step) {
+      items_[(head_ + size_++) % items_.size()] = std::move(step);
+    }
+    ObservedStep pop_front() {
+      ObservedStep step = std::move(items_[head_]);
+      head_ = (head_ + 1) % items_.size();
+      --size_;
+      return step;
+    }
+    void clear() {
+      while (!empty()) pop_front();
+    }
+
+   private:
+    std::vector<ObservedStep> items_;
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+  };
+  StepRing queue_;
+  bool busy_ = false;            // the worker is delivering a step
+  bool worker_waiting_ = false;  // polling or parked
+  bool worker_parked_ = false;   // waits until woken
   bool producer_waiting_ = false;
   bool halted_ = false;   // the runner was lost: nothing is delivered until resume()
   bool stopped_ = false;  // the hook gets no more calls
