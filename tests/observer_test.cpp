@@ -6,10 +6,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <hookhost/host/discovery.hpp>
+#include <hookhost/host/loader.hpp>
+#include <hookhost/host/runtime.hpp>
 #include <regex>
+#include <sstream>
 
 #include "process.hpp"
 #include "test_support.hpp"
+#include "testing/scripted_workload.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -212,6 +220,112 @@ TEST_F(ObserverJob, ALostSandboxedObserverIsRestartedAtTheNextBoundary) {
   ASSERT_FALSE(delivered.empty());
   EXPECT_EQ(delivered.back(), 19);  // it went on to the last step
   EXPECT_THAT(r.out, HasSubstr("job completed"));
+}
+
+TEST_F(ObserverJob, AStepFilterSelectsTheStepsQueuedToIt) {
+  const ProcessResult r = run("mode = observe\nevery_n_steps = 3\nfetch = loss");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray({0, 3, 6, 9, 12, 15, 18}));
+  EXPECT_THAT(steps_of("before_run"), ElementsAreArray({0, 3, 6, 9, 12, 15, 18}));
+}
+
+TEST_F(ObserverJob, ARecoveryWaitsForTheQueueBeforeTheNewSession) {
+  // linreg fails recoverably at global step 6; the observer is 3 ms a step behind.
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 5\nfail_at_step = 6\n"
+             "fail_kind = aborted\n\n[hook.obs]\nplugin = scripted\ntrace = " +
+                 (dir_ / "obs.txt").string() +
+                 "\nmode = observe\nfetch = loss\nafter_run_sleep_ms = 3\n");
+  ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                  plugins_.string(), "--fresh"},
+                                 dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string text = trace();
+  const size_t second_session = text.find("creation=2");
+  ASSERT_NE(second_session, std::string::npos) << text;
+  // Every step that ran before the failure reached the observer before the new session did.
+  for (int step = 0; step < 6; ++step) {
+    const size_t at = text.find("obs after_run gs=" + std::to_string(step) + " ");
+    ASSERT_NE(at, std::string::npos) << step;
+    EXPECT_LT(at, second_session) << step;
+  }
+}
+
+TEST_F(ObserverJob, ASandboxedObserverFailingAtStepNIsNamedWithN) {
+  const ProcessResult r =
+      run("isolation = process\nmode = observe\nfetch = loss\nfail_in = after_run\n"
+          "fail_at_iteration = 5\non_error = stop\nafter_run_sleep_ms = 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("failed in after_run at global step 5"),
+                           HasSubstr("on_error=stop"), HasSubstr("job stopped")));
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 6)));
+}
+
+// The same through the embedding API: HookSettings::observer on a Runtime of one's own.
+class ObserverRuntime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const fs::path plugins = dir_ / "plugins";
+    fs::create_directories(plugins);
+    copy_plugin(fixture_plugin("scripted"), plugins);
+    DiscoveryResult found = discover_plugins({plugins});
+    ASSERT_NE(found.find("scripted"), nullptr);
+    scripted_ = load_plugin(*found.find("scripted"));
+    workload_.script().end_of_data_step = 41;  // 40 steps
+  }
+  std::unique_ptr<Runtime> make_runtime() {
+    RuntimeOptions options;
+    options.run_dir = dir_.path();
+    options.logger = std::make_shared<spdlog::logger>(
+        "hookhost", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
+    return std::make_unique<Runtime>(workload_, options);
+  }
+  ResolvedParams params(std::multimap<std::string, std::string> raw) {
+    raw.emplace("trace", (dir_ / "obs.txt").string());
+    return resolve_params(scripted_->metadata(), "obs", raw);
+  }
+
+  TempDir dir_;
+  std::shared_ptr<const LoadedPlugin> scripted_;
+  ScriptedWorkload workload_{detail::Script{}};
+  std::ostringstream log_;
+};
+
+TEST_F(ObserverRuntime, AddHookRefusesAnObserverThatWouldFailTheJob) {
+  auto rt = make_runtime();
+  HookSettings settings{"obs", 0, FailurePolicy::fail};
+  settings.observer.enabled = true;
+  EXPECT_THROW(
+      {
+        try {
+          rt->add_hook(scripted_, settings, params({}));
+        } catch (const ConfigError& e) {
+          EXPECT_THAT(e.what(), HasSubstr("an observer cannot fail the job"));
+          throw;
+        }
+      },
+      ConfigError);
+  settings.on_error = FailurePolicy::disable;
+  settings.on_crash = CrashPolicy::fail;
+  EXPECT_THROW(rt->add_hook(scripted_, settings, params({})), ConfigError);
+}
+
+TEST_F(ObserverRuntime, ReportsCountTheStepsASkippingObserverMissed) {
+  auto rt = make_runtime();
+  HookSettings settings{"obs", 0, FailurePolicy::disable};
+  settings.observer = {true, 1, ObserverSettings::WhenFull::skip};
+  rt->add_hook(scripted_, settings, params({{"fetch", "loss"}, {"after_run_sleep_ms", "20"}}));
+  ASSERT_TRUE(rt->start());
+  int steps = 0;
+  while (!rt->should_stop() && rt->run().ran) ++steps;
+  rt->close();
+  ASSERT_EQ(steps, 40);
+  const auto reports = rt->reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const uint64_t delivered = reports[0].callbacks.at("after_run").calls;
+  EXPECT_GT(reports[0].observer_skipped_steps, 0u);
+  EXPECT_EQ(reports[0].observer_skipped_steps + delivered, 40u);
+  EXPECT_EQ(reports[0].observer_unfetched_steps, 0u);
 }
 
 }  // namespace
