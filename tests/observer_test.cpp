@@ -230,12 +230,13 @@ TEST_F(ObserverJob, AStepFilterSelectsTheStepsQueuedToIt) {
 }
 
 TEST_F(ObserverJob, ARecoveryWaitsForTheQueueBeforeTheNewSession) {
-  // linreg fails recoverably at global step 6; the observer is 3 ms a step behind.
+  // linreg fails recoverably at global step 6; the observer takes 40 ms a step, so 240 ms of
+  // steps wait for it when the recovery (its backoff 100 ms) makes the new session.
   write_file(dir_ / "job.ini",
              "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 5\nfail_at_step = 6\n"
              "fail_kind = aborted\n\n[hook.obs]\nplugin = scripted\ntrace = " +
                  (dir_ / "obs.txt").string() +
-                 "\nmode = observe\nfetch = loss\nafter_run_sleep_ms = 3\n");
+                 "\nmode = observe\nfetch = loss\nafter_run_sleep_ms = 40\n");
   ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
                                   plugins_.string(), "--fresh"},
                                  dir_.path());
