@@ -48,7 +48,8 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
 
 INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi,
                          ::testing::Values("frozen_v1_0_c", "frozen_v1_0_cxx", "frozen_v1_1_c",
-                                           "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx"));
+                                           "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx",
+                                           "frozen_v1_3_c", "frozen_v1_3_cxx"));
 
 // A note written with HH_PLUGIN_NOTE beside a hand-built entry (no HH_PLUGIN_DEFINE) is discovered
 // with its metadata, and the plugin loads and runs.

@@ -372,6 +372,21 @@ TEST(ElfNoteDescriptor, RefusesAnUnknownOrRepeatedPlacement) {
               HasSubstr("more than one placement line"));
 }
 
+TEST(ElfNoteDescriptor, ReadsTheObserverModeAndRefusesAnyOther) {
+  NoteReadResult r = parse_note_descriptor(
+      descriptor(HH_NOTE_FORMAT, 1, 3, std::string(kGoodHeader) + "mode=observe\n"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_TRUE(r.metadata->observes);
+  for (const std::string value : {"step", "", "Observe", "observe ", "observe,step"}) {
+    const std::string error = note_error(std::string(kGoodHeader) + "mode=" + value + "\n");
+    EXPECT_THAT(error, AllOf(HasSubstr("line 4"), HasSubstr("mode=" + value + ","),
+                             HasSubstr("'observe'"), HasSubstr("rebuild")))
+        << value;
+  }
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + "mode=observe\nmode=observe\n"),
+              HasSubstr("more than one mode line"));
+}
+
 TEST(ElfNote, ReadsThePlacementTheSdkMacrosWrite) {
   struct Expected {
     fs::path file;
@@ -582,6 +597,22 @@ TEST(ElfNote, ReadsTheNeedsTheMacrosWriteFromCAndFromTheCxxSdk) {
     NoteReadResult r = read_plugin_note(fixture_plugin(id));
     ASSERT_TRUE(r.metadata) << id << ": " << r.error;
     EXPECT_TRUE(r.metadata->needs.empty()) << id;
+  }
+}
+
+TEST(ElfNote, ReadsTheObserverModeTheMacroWritesFromCAndFromTheCxxSdk) {
+  for (const char* id : {"frozen_v1_3_c", "frozen_v1_3_cxx"}) {
+    NoteReadResult r = read_plugin_note(fixture_plugin(id));
+    ASSERT_TRUE(r.metadata) << id << ": " << r.error;
+    EXPECT_EQ(r.metadata->abi_minor, 3u) << id;
+    EXPECT_TRUE(r.metadata->observes) << id;
+    EXPECT_FALSE(r.metadata->needs.empty()) << id;  // the lines before it are still read
+  }
+  // Headers from before 1.3 write no mode line, and neither do plugins that do not set it.
+  for (const char* id : {"frozen_v1_0_c", "frozen_v1_2_c", "frozen_v1_2_cxx", "good_c"}) {
+    NoteReadResult r = read_plugin_note(fixture_plugin(id));
+    ASSERT_TRUE(r.metadata) << id << ": " << r.error;
+    EXPECT_FALSE(r.metadata->observes) << id;
   }
 }
 

@@ -262,6 +262,51 @@ TEST_F(ObserverJob, ASandboxedObserverFailingAtStepNIsNamedWithN) {
   EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 6)));
 }
 
+// A plugin may declare its hooks observers in its note (ABI 1.3, HH_PLUGIN_MODE): its instances
+// then run behind the step unless their section says mode = step, or a policy that fails the job
+// keeps them on it.
+TEST_F(ObserverJob, APluginThatDeclaresItselfAnObserverRunsBehindTheStepUnlessItsSectionSaysNot) {
+  copy_plugin(fixture_plugin("frozen_v1_3_c"), plugins_);
+  const auto run_declared = [&](const std::string& keys, const std::string& run_keys = "") {
+    write_file(dir_ / "job.ini", "[run]\nrun_dir = run\n" + run_keys +
+                                     "\n[workload]\nname = linreg\nepochs = 1\n\n"
+                                     "[hook.declared]\nplugin = frozen_v1_3_c\ntrace = " +
+                                     (dir_ / "declared.txt").string() + "\n" + keys + "\n");
+    ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                    plugins_.string(), "--fresh"},
+                                   dir_.path());
+    r.out += r.err;
+    return r;
+  };
+  ProcessResult r = run_declared("");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("mode = observe, queue = 8, policy = block"));
+  r = run_declared("queue = 2\npolicy = skip");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("mode = observe, queue = 2, policy = skip"));
+  for (const auto& [keys, run_keys] :
+       {std::pair<std::string, std::string>{"mode = step", ""}, {"", "on_error = fail\n"}}) {
+    SCOPED_TRACE(keys + run_keys);
+    r = run_declared(keys, run_keys);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_THAT(r.out, Not(HasSubstr("mode = observe")));
+    EXPECT_THAT(r.out, HasSubstr("hook 'declared': its plugin declares it an observer, but it "
+                                 "runs on the step"));
+  }
+  // An observer's keys on a declared observer that fail = keeps on the step are refused.
+  r = run_declared("queue = 2", "on_error = fail\n");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("job.ini:"), HasSubstr("'queue' applies to observers only")));
+  // plugins describe says it.
+  r = run_hookhost({"plugins", "describe", "frozen_v1_3_c", "--plugin-dir", plugins_.string()},
+                   dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("mode: observe (declared by the plugin"));
+  r = run_hookhost({"plugins", "describe", "scripted", "--plugin-dir", plugins_.string()},
+                   dir_.path());
+  EXPECT_THAT(r.out, HasSubstr("mode: step (its hooks run on the step"));
+}
+
 // The same through the embedding API: HookSettings::observer on a Runtime of one's own.
 class ObserverRuntime : public ::testing::Test {
  protected:

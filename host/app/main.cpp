@@ -511,12 +511,18 @@ int cmd_plugins(const std::vector<std::string>& args) {
          : *m.placement == Placement::chief ? " (declared by the plugin: rank 0 alone"
                                             : " (declared by the plugin: every rank") +
         " of a distributed job; a section's ranks = overrides it)";
+    const std::string mode =
+        m.observes ? "observe (declared by the plugin: its hooks run behind the step; a section's "
+                     "mode = step runs one on the step)"
+                   : "step (its hooks run on the step; a section's mode = observe runs one behind "
+                     "it)";
     std::printf(
-        "%s %s - %s\n  file: %s\n  placement: %s\n  needs (when confined): %s\n  ABI: %u.%u\n"
-        "  process-wide calls: %s\n\nParameters:\n",
+        "%s %s - %s\n  file: %s\n  placement: %s\n  mode: %s\n  needs (when confined): %s\n"
+        "  ABI: %u.%u\n  process-wide calls: %s\n\nParameters:\n",
         display_text(m.id).c_str(), display_text(m.version).c_str(),
         display_text(m.description).c_str(), display_text(p->file.string()).c_str(),
-        placement.c_str(), needs_text(m.needs).c_str(), m.abi_major, m.abi_minor, calls.c_str());
+        placement.c_str(), mode.c_str(), needs_text(m.needs).c_str(), m.abi_major, m.abi_minor,
+        calls.c_str());
     if (m.params.empty()) std::printf("  (none)\n");
     for (const auto& param : m.params)
       std::printf("  %-18s %-12s %-12s %s\n", display_text(param.name).c_str(),
@@ -540,6 +546,8 @@ int cmd_plugins(const std::vector<std::string>& args) {
         "  sha256           the plugin file's SHA-256: the job refuses any other file\n"
         "  log_level        this hook's log level: trace, debug, info, warn, error, critical or "
         "off (default: [run] log_level)\n"
+        "  mode             step or observe (default: the mode above), with queue (default 8) "
+        "and policy (block or skip) for an observer; a parameter of that name keeps it\n"
         "\nExample:\n  [hook.%s]\n",
         default_ranks(m).text().c_str(), display_text(m.id).c_str());
     // Required parameters to fill in; the others with their defaults, commented out.

@@ -170,6 +170,11 @@ void plan_hook(const JobConfig& cfg, const HookConfig& hook, const DiscoveryResu
   EffectiveIsolation isolation = effective_isolation(cfg, hook, d, log);
   ObserverSettings observer =
       split_observer_keys(cfg, hook, d.metadata, isolation.on_crash, keys.plugin_params);
+  if (d.metadata.observes && !observer.enabled)
+    log.info(
+        "hook '{}': its plugin declares it an observer, but it runs on the step (its section says "
+        "mode = step, or its on_error or on_crash is fail)",
+        hook.name);
   ResolvedParams params = resolve_checked(d.metadata, hook.name, keys.plugin_params, hook_where);
   if (!runs_on_this_process) return;
   auto plugin = load_for_tier(cfg, hook, d, isolation.isolation);

@@ -19,6 +19,8 @@ ObserverSettings split_observer_keys(const JobConfig& cfg, const HookConfig& hoo
                                      const PluginMetadata& plugin, CrashPolicy on_crash,
                                      std::multimap<std::string, std::string>& params) {
   ObserverSettings out;
+  out.enabled = plugin.observes;  // the plugin's declaration, unless the section says otherwise
+  bool mode_set = false;
   std::optional<std::string> queue_key, policy_key;
   for (auto it = params.begin(); it != params.end();) {
     const auto& [key, value] = *it;
@@ -37,6 +39,7 @@ ObserverSettings split_observer_keys(const JobConfig& cfg, const HookConfig& hoo
                               got,
                           key);
       out.enabled = value == "observe";
+      mode_set = true;
     } else if (key == kQueue) {
       uint32_t n = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -70,6 +73,18 @@ ObserverSettings split_observer_keys(const JobConfig& cfg, const HookConfig& hoo
     return out;
   }
   const FailurePolicy on_error = hook.on_error.value_or(cfg.on_error);
+  if (!mode_set && (on_error == FailurePolicy::fail || on_crash == CrashPolicy::fail)) {
+    // Declared by its plugin, not asked for here: a policy that fails the job needs the step.
+    out = ObserverSettings{};
+    if (queue_key || policy_key)
+      throw ConfigError((queue_key ? *queue_key : *policy_key) + "'" +
+                            (queue_key ? kQueue : kPolicy) +
+                            "' applies to observers only, and this hook's plugin declares it an "
+                            "observer but its on_error or on_crash = fail keeps it on the step; "
+                            "remove the key, or set a policy that does not fail the job",
+                        queue_key ? kQueue : kPolicy);
+    return out;
+  }
   if (on_error == FailurePolicy::fail)
     throw ConfigError(cfg.where(hook, kMode) +
                           "an observer cannot fail the job, and this hook's on_error is fail" +

@@ -13,8 +13,11 @@
 namespace hookhost {
 
 // Takes the observer keys the plugin does not declare out of `params` (the hook's keys for its
-// plugin). Throws ConfigError naming the file, line and key for a bad value, for queue or policy
-// without mode = observe, and for an observer whose on_error or on_crash would fail the job.
+// plugin). An instance is an observer when its section says mode = observe, or says no mode and
+// its plugin declares itself one (the note's mode=observe), unless then its on_error or on_crash
+// is fail (such a hook stays on the step). Throws ConfigError naming the file, line and key for a
+// bad value, for queue or policy on a hook that is no observer, and for mode = observe with an
+// on_error or on_crash that would fail the job.
 ObserverSettings split_observer_keys(const JobConfig& cfg, const HookConfig& hook,
                                      const PluginMetadata& plugin, CrashPolicy on_crash,
                                      std::multimap<std::string, std::string>& params);

@@ -366,6 +366,7 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
   text = text.substr(0, nul);
 
   bool have_id = false, have_version = false, have_description = false, have_placement = false;
+  bool have_mode = false;
   bool have_network = false, have_processes = false;
   std::vector<NeedsParamLine> needs_param_lines;
   const std::vector<std::string_view> lines = split(text, '\n');
@@ -419,6 +420,15 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
                     "rank) — fix the plugin's declaration (HOOKHOST_PLUGIN / HH_PLUGIN_DEFINE's "
                     "last argument, or the placement= line of HH_PLUGIN_NOTE) and rebuild it");
       }
+    } else if (key == "mode") {
+      if (!once(&have_mode)) return malformed("more than one mode line");
+      if (value != "observe")
+        return fail("bad mode in the hookhost note: line " + std::to_string(line_no) +
+                    " says mode=" + printable(value) +
+                    ", but the one mode a plugin declares is 'observe' (its hooks run behind the "
+                    "step) — fix the plugin's HH_PLUGIN_MODE (HH_MODE_OBSERVE), or the mode= line "
+                    "of HH_PLUGIN_NOTE, and rebuild it");
+      m.observes = true;
     } else if (key == "param") {
       std::string error = parse_param(value, line_no, &m);
       if (!error.empty()) return malformed(error);

@@ -135,7 +135,10 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *   Since 1.2. A sequence of the expanders below, written into the note by HH_PLUGIN_DEFINE (and
  *   HOOKHOST_PLUGIN); the host reads it without running the plugin:
  *     #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path) HH_NEEDS_NETWORK
- *   A plugin that writes its note with HH_PLUGIN_NOTE puts the same expanders in its TEXT. */
+ *   A plugin that writes its note with HH_PLUGIN_NOTE puts the same expanders in its TEXT.
+ * HH_PLUGIN_MODE: HH_MODE_OBSERVE declares the plugin's hooks observers (since 1.3): they never
+ *   feed and only watch, so the host runs them behind the step, on a worker thread of their own,
+ *   unless a hook's section says mode = step (docs/observers.md). Default: on the step. */
 #ifndef HH_PLUGIN_STATE_VERSION
 #define HH_PLUGIN_STATE_VERSION 1
 #endif
@@ -144,6 +147,9 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
 #endif
 #ifndef HH_PLUGIN_NEEDS
 #define HH_PLUGIN_NEEDS ""
+#endif
+#ifndef HH_PLUGIN_MODE
+#define HH_PLUGIN_MODE ""
 #endif
 
 /* The needs.* note lines (since 1.2), one per expander. PATH is a string literal; NAME the bare
@@ -155,6 +161,9 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
 #define HH_NEEDS_WRITE_PARAM(NAME) "needs.write.param=" #NAME "\n"
 #define HH_NEEDS_NETWORK "needs.network=1\n"     /* sockets beyond the host's channel */
 #define HH_NEEDS_PROCESSES "needs.processes=1\n" /* starting other programs (fork, exec) */
+
+/* The mode= note line (since 1.3): HH_PLUGIN_MODE's one value. */
+#define HH_MODE_OBSERVE "mode=observe\n"
 
 /* ---- The metadata note --------------------------------------------------------------------
  * An ELF note, owner "hookhost", type HH_NOTE_TYPE_METADATA, in a section named .note.hookhost
@@ -171,6 +180,7 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *     needs.read=<path>          needs.write=<path>       (optional, repeatable, since 1.2)
  *     needs.read.param=<name>    needs.write.param=<name> (optional, repeatable, since 1.2)
  *     needs.network=1            needs.processes=1        (optional, at most once, since 1.2)
+ *     mode=observe                                        (optional, at most once, since 1.3)
  *   where TYPE is BOOL, INT, FLOAT, STRING or STRING_LIST and FLAG is OPTIONAL, REQUIRED or
  *   DEFAULT. placement says where the plugin's hooks run in a distributed job when their section
  *   sets no `ranks`: chief (rank 0 alone) or all (every rank, also when the line is absent); a
@@ -178,7 +188,9 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *   runtime and its run folder (HH_PLUGIN_NEEDS): read paths are absolute or relative to the
  *   hook's config folder, write paths absolute or relative to its run folder, and a .param line
  *   names a STRING or STRING_LIST parameter whose values are such paths; a path is not empty, has
- *   no ".." component and is shorter than 4096 bytes. A 1.0 or 1.1 host ignores them. Readers
+ *   no ".." component and is shorter than 4096 bytes. A 1.0 or 1.1 host ignores them. mode=observe
+ *   makes the plugin's hooks observers unless their section says otherwise (HH_PLUGIN_MODE); a
+ *   host before 1.3 ignores it and runs them on the step. Readers
  *   ignore lines with other keys (other needs.* keys too) and tab fields after the fifth: a later
  *   minor may add both. A host checks the version words before it reads the text.
  * descsz counts the header words and the text with its NUL and the NULs padding it to a multiple
@@ -210,9 +222,10 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
 /* Writes the metadata note by hand, for a plugin that defines its hookhost_plugin_v1 entry without
  * HH_PLUGIN_DEFINE (glue generated for another language, a table built by hand). TEXT is a string
  * literal holding the note's lines as above, each ending in "\n"; the id, version and parameters
- * must match the entry's, which the host checks when it loads the plugin (placement= and the
- * needs.* lines are the note's alone: end TEXT with HH_PLUGIN_NEEDS, or with the HH_NEEDS_*
- * expanders, to declare needs). Use once per library, at file scope. */
+ * must match the entry's, which the host checks when it loads the plugin (placement=, mode= and
+ * the needs.* lines are the note's alone: end TEXT with HH_PLUGIN_NEEDS, or with the HH_NEEDS_*
+ * expanders, to declare needs, and with HH_MODE_OBSERVE to declare observers). Use once per
+ * library, at file scope. */
 #define HH_PLUGIN_NOTE(TEXT) HH_NOTE_DEFINE_(TEXT)
 
 /* Expanders for a parameter list written as an X-macro:
@@ -255,7 +268,7 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
   static const hh_param_desc hh_plugin_params_[] = {                                      \
       PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};                \
   HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION              \
-                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE HH_PLUGIN_NEEDS)                 \
+                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE HH_PLUGIN_NEEDS HH_PLUGIN_MODE)  \
   HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;                      \
   const hh_plugin_entry hookhost_plugin_v1 = {                                            \
       HH_PLUGIN_ENTRY_SIZE,                                                               \

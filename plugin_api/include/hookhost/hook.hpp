@@ -551,9 +551,11 @@ hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
 // absent); the default is "" unless FLAG is DEFAULT. An optional last argument, the bare word
 // chief or all (since ABI 1.1), declares where its hooks run in a distributed job when their
 // section sets no `ranks` (without it: all). What its hooks need when confined (since ABI 1.2) is
-// the HH_PLUGIN_NEEDS option, defined before including any hookhost header (see entry.h). Use
-// once per library, at global scope.
+// the HH_PLUGIN_NEEDS option, and whether they only observe (since ABI 1.3) the HH_PLUGIN_MODE
+// option, both defined before including any hookhost header (see entry.h). Use once per library,
+// at global scope.
 //   #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
+//   #define HH_PLUGIN_MODE HH_MODE_OBSERVE
 //   #include <hookhost/hook.hpp>
 //   ...
 //   HOOKHOST_PLUGIN(CsvWriter, "csv_writer", "1.0.0", "Writes a CSV file", PARAMS, chief)

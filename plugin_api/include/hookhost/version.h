@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #define HH_ABI_MAJOR 1
-#define HH_ABI_MINOR 2
+#define HH_ABI_MINOR 3
 
 /* The hookhost product version (host and SDK), independent of the ABI version. */
 #define HOOKHOST_VERSION_MAJOR 1

@@ -55,6 +55,9 @@ struct PluginMetadata {
   std::optional<Placement> placement;
   // The note's needs.* lines (ABI 1.2); note-only as placement is.
   PluginNeeds needs;
+  // The note's mode=observe line (ABI 1.3): its hooks run as observers unless a section says
+  // mode = step.
+  bool observes = false;
 
   bool operator==(const PluginMetadata&) const = default;
   const ParamSpec* find_param(const std::string& name) const;
