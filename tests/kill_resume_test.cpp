@@ -92,6 +92,17 @@ Outcome outcome_of(const fs::path& dir, const ProcessResult& last) {
   return o;
 }
 
+// A resumed job ended as the uninterrupted one: outcome, step, states, rows, scalars.
+void expect_same_end(const Outcome& got, const Outcome& reference) {
+  EXPECT_EQ(got.summary_line, reference.summary_line);
+  EXPECT_EQ(got.final_step, reference.final_step);
+  EXPECT_EQ(got.states, reference.states);
+  EXPECT_EQ(got.history, reference.history);
+  EXPECT_EQ(got.scalars, reference.scalars);
+  EXPECT_EQ(got.rate_steps, reference.rate_steps);
+  EXPECT_TRUE(got.conflicts.empty()) << ::testing::PrintToString(got.conflicts);
+}
+
 ProcessResult run_job(const fs::path& dir, int64_t kill_at, const std::string& kill_in,
                       bool observers = false) {
   write_file(dir / "job.ini", job_config(dir, kill_at, kill_in, observers));
@@ -150,13 +161,7 @@ TEST(KillResume, TwentyKillsEachResumeToTheUninterruptedResult) {
     EXPECT_THAT(resumed.err + resumed.out, Not(HasSubstr("unusable checkpoint")));
     const Outcome got = outcome_of(dir, resumed);
     EXPECT_EQ(got.first_step, newest);  // resumed from the newest complete checkpoint
-    EXPECT_EQ(got.summary_line, reference.summary_line);
-    EXPECT_EQ(got.final_step, reference.final_step);
-    EXPECT_EQ(got.states, reference.states);
-    EXPECT_EQ(got.history, reference.history);
-    EXPECT_EQ(got.scalars, reference.scalars);
-    EXPECT_EQ(got.rate_steps, reference.rate_steps);
-    EXPECT_TRUE(got.conflicts.empty()) << ::testing::PrintToString(got.conflicts);
+    expect_same_end(got, reference);
   }
 }
 
@@ -202,13 +207,7 @@ TEST(KillResume, ObserversKilledDuringABacklogResumeToTheUninterruptedResult) {
     const ProcessResult resumed = run_job(dir, step, "after_run", true);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     const Outcome got = outcome_of(dir, resumed);
-    EXPECT_EQ(got.summary_line, reference.summary_line);
-    EXPECT_EQ(got.final_step, reference.final_step);
-    EXPECT_EQ(got.states, reference.states);
-    EXPECT_EQ(got.history, reference.history);
-    EXPECT_EQ(got.scalars, reference.scalars);
-    EXPECT_EQ(got.rate_steps, reference.rate_steps);
-    EXPECT_TRUE(got.conflicts.empty()) << ::testing::PrintToString(got.conflicts);
+    expect_same_end(got, reference);
   }
 }
 

@@ -63,26 +63,25 @@ ObserverSettings split_observer_keys(const JobConfig& cfg, const HookConfig& hoo
     }
     it = params.erase(it);
   }
+  // queue or policy on a hook that is no observer.
+  const auto refuse_queue_keys = [&](const std::string& what_to_do) {
+    if (!queue_key && !policy_key) return;
+    const char* key = queue_key ? kQueue : kPolicy;
+    throw ConfigError((queue_key ? *queue_key : *policy_key) + "'" + key +
+                          "' applies to observers only; " + what_to_do,
+                      key);
+  };
   if (!out.enabled) {
-    if (queue_key || policy_key)
-      throw ConfigError((queue_key ? *queue_key : *policy_key) + "'" +
-                            (queue_key ? kQueue : kPolicy) +
-                            "' applies to observers only; add mode = observe to this section, or "
-                            "remove the key",
-                        queue_key ? kQueue : kPolicy);
+    refuse_queue_keys("add mode = observe to this section, or remove the key");
     return out;
   }
   const FailurePolicy on_error = hook.on_error.value_or(cfg.on_error);
   if (!mode_set && (on_error == FailurePolicy::fail || on_crash == CrashPolicy::fail)) {
     // Declared by its plugin, not asked for here: a policy that fails the job needs the step.
     out = ObserverSettings{};
-    if (queue_key || policy_key)
-      throw ConfigError((queue_key ? *queue_key : *policy_key) + "'" +
-                            (queue_key ? kQueue : kPolicy) +
-                            "' applies to observers only, and this hook's plugin declares it an "
-                            "observer but its on_error or on_crash = fail keeps it on the step; "
-                            "remove the key, or set a policy that does not fail the job",
-                        queue_key ? kQueue : kPolicy);
+    refuse_queue_keys(
+        "this hook's plugin declares it an observer but its on_error or on_crash = fail keeps it "
+        "on the step; remove the key, or set a policy that does not fail the job");
     return out;
   }
   if (on_error == FailurePolicy::fail)
