@@ -654,6 +654,36 @@ class LossHook(hookhost.SessionRunHook):
               HasSubstr("job stopped (hook 'loss': LossHook.after_run called request_stop()"));
 }
 
+// A Python hook as an observer (mode = observe): its methods run on the host's worker thread,
+// behind the step and in step order, with the values it fetched and the step each concerns.
+TEST_F(PythonHookProgram, AnObserverRunsItsMethodsBehindTheStepInStepOrder) {
+  write_file(jobs_ / "watch.py", R"(
+import threading, time, hookhost
+class Watch(hookhost.SessionRunHook):
+    def begin(self): self.begin_thread, self.seen = threading.get_ident(), []
+    def before_run(self, run_context): return hookhost.SessionRunArgs("loss")
+    def after_run(self, run_context, run_values):
+        time.sleep(0.002)
+        self.seen.append((hookhost.global_step(), run_values.results > 0,
+                          threading.get_ident() == self.begin_thread))
+    def end(self, session):
+        steps = [s for s, _, _ in self.seen]
+        print("steps", steps == list(range(1, len(steps) + 1)), len(steps),
+              "values", all(v for _, v, _ in self.seen),
+              "on_begins_thread", any(t for _, _, t in self.seen))
+)");
+  write_file(jobs_ / "job.ini",
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 5\n\n"
+             "[hook.watch]\nplugin = python_hook\nscript = watch.py\nclass = Watch\n"
+             "mode = observe\nqueue = 4\n");
+  const ProcessResult r =
+      run_hookhost({"run", "--config", (jobs_ / "job.ini").string()}, elsewhere_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("mode = observe, queue = 4, policy = block"));
+  // 20 steps, each seen once in order with its loss, none on the thread that ran begin.
+  EXPECT_THAT(r.err, HasSubstr("steps True 20 values True on_begins_thread False")) << r.err;
+}
+
 TEST_F(PythonHookProgram, AMissingScriptNamesWhatTheConfigSaidAndThePathTried) {
   write_file(jobs_ / "job.ini",
              "[workload]\nname = linreg\n\n[hook.loss]\nplugin = python_hook\n"
