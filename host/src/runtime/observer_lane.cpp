@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include <hookhost/ext/device_values.h>
 
 #include "context/host_services.hpp"
 #include "runtime/step_engine.hpp"
@@ -270,11 +269,7 @@ void ObserverLane::deliver(ObservedStep& step) {
     }
     const hh_device device = it->second.device();
     if (device.type != HH_DEVICE_CPU && !slot_.dispatch->accepts_device(device)) {
-      post(Callback::after_run,
-           CallResult{HH_ERROR, 0,
-                      "the fetched value '" + name + "' lives on " + device_name(device) +
-                          ", and this hook does not declare that it takes device values "
-                          "(extension " HH_EXTENSION_DEVICE_VALUES ")"},
+      post(Callback::after_run, CallResult{HH_ERROR, 0, undeclared_device_refusal(name, device)},
            global_step);
       return;
     }

@@ -14,7 +14,6 @@ void StepEngine::start_observers() {
   for (const auto& sp : slots_) {
     Slot& slot = *sp;
     if (!slot.settings.observer.enabled) continue;
-    if (slot.settings.observer.queue == 0) slot.settings.observer.queue = 1;
     slot.lane.reset(new ObserverLane(slot, log_));
     // Without a before_run it asks for nothing, and nothing needs learning on the step.
     if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->fetch_nothing();
@@ -56,7 +55,7 @@ void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const Tenso
   for (const auto& name : *names) {
     auto it = values.find(name);
     if (it == values.end()) {
-      job_.fail("the workload did not return the fetched tensor '" + name + "'");
+      job_.fail(missing_fetch_failure(name));
       return;
     }
     step.values.emplace(it->first, it->second);  // the one copy an observer costs the step
@@ -92,12 +91,6 @@ void StepEngine::drain_observers() {
     slot->lane->drain([&] { settle_observer(*slot); });
     settle_observer(*slot);
   }
-}
-
-uint64_t StepEngine::observer_skipped_steps() const {
-  uint64_t skipped = 0;
-  for (const Slot* slot : observer_slots_) skipped += slot->lane->skipped_steps();
-  return skipped;
 }
 
 }  // namespace hookhost

@@ -32,6 +32,9 @@ const char* state_name(HookState s) {
 
 }  // namespace
 
+namespace {
+
+// "cpu", "cuda:1", ...: where a fetched value lives.
 std::string device_name(hh_device d) {
   switch (d.type) {
     case HH_DEVICE_CPU: return "cpu";
@@ -40,6 +43,18 @@ std::string device_name(hh_device d) {
     case HH_DEVICE_ROCM: return "rocm:" + std::to_string(d.id);
   }
   return "device " + std::to_string(d.type) + ":" + std::to_string(d.id);
+}
+
+}  // namespace
+
+std::string undeclared_device_refusal(const std::string& name, hh_device device) {
+  return "the fetched value '" + name + "' lives on " + device_name(device) +
+         ", and this hook does not declare that it takes device values (extension " +
+         HH_EXTENSION_DEVICE_VALUES + ")";
+}
+
+std::string missing_fetch_failure(const std::string& name) {
+  return "the workload did not return the fetched tensor '" + name + "'";
 }
 
 namespace step_detail {
@@ -258,9 +273,7 @@ std::string StepEngine::device_refusal(Slot& slot, const std::string& name, cons
   const bool accepted = slot.dispatch->accepts_device(device);
   running_.leave();
   if (accepted) return {};
-  return "the fetched value '" + name + "' lives on " + device_name(device) +
-         ", and this hook does not declare that it takes device values (extension " +
-         HH_EXTENSION_DEVICE_VALUES + ")";
+  return undeclared_device_refusal(name, device);
 }
 
 // The views of the values a hook fetched, in views_buffer_. False when the call must not be
@@ -271,7 +284,7 @@ bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& 
   for (const auto& name : slot.fetches) {
     auto it = values.find(name);
     if (it == values.end()) {
-      job_.fail("the workload did not return the fetched tensor '" + name + "'");
+      job_.fail(missing_fetch_failure(name));
       abandon_step();
       return false;
     }

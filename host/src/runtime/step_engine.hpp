@@ -30,8 +30,12 @@ class CallWatchdog;
 // "a, b, c", or "(none)".
 std::string join_names(const std::vector<std::string>& items);
 
-// "cpu", "cuda:1", ...: where a fetched value lives, for refusals.
-std::string device_name(hh_device device);
+// Why an after_run is refused: the fetched value `name` lives on `device` (not the CPU), and the
+// hook does not declare that it takes device values.
+std::string undeclared_device_refusal(const std::string& name, hh_device device);
+
+// The job's failure when the workload's step left out a tensor a hook fetched.
+std::string missing_fetch_failure(const std::string& name);
 
 // "in begin at global step 12", for a signal handler a call replaced.
 std::string during_call(const JobState& job, const char* callback);
@@ -116,7 +120,6 @@ class StepEngine {
   // and applies what those calls returned. Before a checkpoint, a new session and end.
   void drain_observers();
   // Observers' steps not delivered, for the job's summary.
-  uint64_t observer_skipped_steps() const;
   // end() of every hook that began, with the job's outcome in `result` (filled here).
   void deliver_end(JobResult& result);
   void destroy_all();
