@@ -1,7 +1,7 @@
-// The compatibility guard: plugins built against the frozen ABI 1.0, 1.1 and 1.2 headers
-// (tests/abi/v1.0/, v1.1/, v1.2/) run through full lifecycles in today's host, state saved and
-// restored included. The 1.1 and 1.2 C plugins also fail their begin unless hh.job/1 and hh.dist/1
-// are offered at their 1.1 sizes; the 1.2 ones declare needs, which change nothing unconfined.
+// The compatibility guard: plugins built against each frozen ABI's headers (tests/abi/v1.0/ to
+// v1.4/) run through full lifecycles in today's host, state saved and restored included. The 1.1
+// and 1.2 C plugins also fail their begin unless hh.job/1 and hh.dist/1 are offered at their 1.1
+// sizes; the 1.2 ones declare needs, which change nothing unconfined.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -49,7 +49,35 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
 INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi,
                          ::testing::Values("frozen_v1_0_c", "frozen_v1_0_cxx", "frozen_v1_1_c",
                                            "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx",
-                                           "frozen_v1_3_c", "frozen_v1_3_cxx"));
+                                           "frozen_v1_3_c", "frozen_v1_3_cxx", "frozen_v1_4_c",
+                                           "frozen_v1_4_cxx"));
+
+// ABI 1.4 gave the run context the step's wall time for calls behind the step: the 1.4 plugins,
+// run as observers, get it in every after_run (on the step they get 0, as the test above shows).
+TEST(FrozenAbi1_4, ObserversGetTheStepsWallTime) {
+  for (const char* id : {"frozen_v1_4_c", "frozen_v1_4_cxx"}) {
+    TempDir dir;
+    const fs::path trace = dir / "trace.txt";
+    {
+      PluginHarness h({}, {id});
+      h.workload.script().end_of_data_step = 3;
+      h.workload.script().values["loss"] = loss_of_ten_over_step;
+      auto plugin = h.plugin(id);
+      HookSettings settings{"observer"};
+      settings.observer.enabled = true;
+      h.runtime().add_hook(
+          plugin, settings,
+          resolve_params(plugin->metadata(), "observer", {{"trace", trace.string()}}));
+      EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+    }
+    std::vector<std::string> after_runs;
+    for (const auto& line : lines_of(read_file(trace)))
+      if (line.starts_with("after_run")) after_runs.push_back(line);
+    EXPECT_THAT(after_runs, ElementsAre("after_run gs=0 values=1 loss=10 behind",
+                                        "after_run gs=1 values=1 loss=5 behind"))
+        << id;
+  }
+}
 
 // A note written with HH_PLUGIN_NOTE beside a hand-built entry (no HH_PLUGIN_DEFINE) is discovered
 // with its metadata, and the plugin loads and runs.

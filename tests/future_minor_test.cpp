@@ -91,16 +91,17 @@ TEST(FutureMinor, APluginThatNeedsANewerHostIsToldToUpgradeIt) {
 }
 
 // hh.dist/1 and hh.job/1 came after 1.0 was frozen: they are ABI 1.1. The note's needs.* lines
-// are ABI 1.2, and this host is 1.2.
-static_assert(HH_ABI_MAJOR == 1 && HH_ABI_MINOR == 3, "the host's ABI is 1.3");
+// are ABI 1.2, its mode line 1.3, the run context's wall_time_ns 1.4, and this host is 1.4.
+static_assert(HH_ABI_MAJOR == 1 && HH_ABI_MINOR == 4, "the host's ABI is 1.4");
 static_assert(HH_DIST_SERVICE_SIZE_1_1 == HH_DIST_SERVICE_SIZE && HH_JOB_SERVICE_SIZE_1_1 == 16);
 
-// Every minor up to the host's own is accepted: a 1.0 plugin (declaring minor 0), 1.1, 1.2 and
-// 1.3 plugins and one of today's built-in plugins (minor 3, needing 1.3), each from its own note.
+// Every minor up to the host's own is accepted: a 1.0 plugin (declaring minor 0), 1.1 to 1.4
+// plugins and one of today's built-in plugins (minor 4, needing 1.4), each from its own note.
 TEST(FutureMinor, PluginsOfEveryMinorUpToTheHostsAreAccepted) {
   TempDir dir;
-  for (const char* id : {"frozen_v1_0_c", "frozen_v1_1_c", "frozen_v1_1_cxx", "frozen_v1_2_c",
-                         "frozen_v1_2_cxx", "frozen_v1_3_c", "frozen_v1_3_cxx"})
+  for (const char* id :
+       {"frozen_v1_0_c", "frozen_v1_1_c", "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx",
+        "frozen_v1_3_c", "frozen_v1_3_cxx", "frozen_v1_4_c", "frozen_v1_4_cxx"})
     copy_plugin(fixture_plugin(id), dir.path());
   copy_plugin(builtin_plugin("step_counter"), dir.path());
   DiscoveryResult found = discover_plugins({dir.path()});
@@ -110,8 +111,9 @@ TEST(FutureMinor, PluginsOfEveryMinorUpToTheHostsAreAccepted) {
   EXPECT_EQ(v1_0->metadata.abi_minor, 0u);
   EXPECT_EQ(v1_0->metadata.min_abi_minor, 0u);
   const std::vector<std::pair<const char*, uint32_t>> minors = {
-      {"frozen_v1_1_c", 1}, {"frozen_v1_1_cxx", 1}, {"frozen_v1_2_c", 2}, {"frozen_v1_2_cxx", 2},
-      {"frozen_v1_3_c", 3}, {"frozen_v1_3_cxx", 3}, {"step_counter", 3}};
+      {"frozen_v1_1_c", 1},   {"frozen_v1_1_cxx", 1}, {"frozen_v1_2_c", 2},
+      {"frozen_v1_2_cxx", 2}, {"frozen_v1_3_c", 3},   {"frozen_v1_3_cxx", 3},
+      {"frozen_v1_4_c", 4},   {"frozen_v1_4_cxx", 4}, {"step_counter", 4}};
   for (const auto& [id, minor] : minors) {
     const DiscoveredPlugin* p = found.find(id);
     ASSERT_NE(p, nullptr) << id;

@@ -314,6 +314,7 @@ class Runner {
     ctx.stop_requested = in.get<int32_t>();
     ctx.global_step = in.get<int64_t>();
     ctx.iteration = in.get<int64_t>();
+    ctx.wall_time_ns = in.get<int64_t>();
     return ctx;
   }
 

@@ -13,6 +13,9 @@
 // Confined, it writes the CSV file its path parameter names (default: history.csv in its run
 // folder).
 #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
+// It only reads values and writes its own file, its rows stamped with the step's time: behind
+// the step its rows read the same, and the step does not wait for them.
+#define HH_PLUGIN_MODE HH_MODE_OBSERVE
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -143,8 +146,11 @@ class HistorySaver : public hookhost::Hook {
     // The step about to run is normally the stale step + 1 (after_run checks the real one).
     // "The first step" is the history's first row: a resumed job continues the file's schedule.
     recording_ = will_record(context.global_step, context.global_step + 1, !last_recorded_step_);
-    if (recording_)
+    // The first call asks even when it records nothing (a resumed file's schedule): behind the
+    // step, the host fetches what an observer asked for from then on, so no row misses a value.
+    if (recording_ || !asked_)
       for (const auto& name : tensors_) request.fetch(name);
+    asked_ = true;
   }
 
   void after_run(const hh_run_context& context, const hookhost::RunValues& values) override {
@@ -168,9 +174,9 @@ class HistorySaver : public hookhost::Hook {
     if (layout != non_scalar_) throw hookhost::Error(mismatch(header_for(layout)));
 
     using std::chrono::nanoseconds;
-    const int64_t now =
-        std::chrono::duration_cast<nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+    const int64_t now = std::chrono::duration_cast<nanoseconds>(
+                            hookhost::step_wall_time(context).time_since_epoch())
+                            .count();
     if (!has_pending_rows()) oldest_pending_time_ = now;
     append_row(step, now, views);
     last_recorded_step_ = step;
@@ -420,6 +426,7 @@ class HistorySaver : public hookhost::Hook {
   std::size_t rows_at_ = 0;       // where the rows start in pending_
   bool file_has_header_ = false;
   bool state_holds_rows_ = false;    // the host's copy of the state may hold rows
+  bool asked_ = false;  // for its tensors, in a before_run of this process
   int64_t oldest_pending_time_ = 0;  // wall clock (ns) of the first row waiting
   std::optional<int64_t> last_recorded_step_;
   bool recording_ = false;

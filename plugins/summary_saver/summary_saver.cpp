@@ -1,6 +1,9 @@
 // summary_saver: TensorFlow's SummarySaverHook. Writes chosen tensors as TensorBoard scalar
 // summaries every N steps or seconds, through the host's shared event writer (hh.summary/1), so
 // its records land in the same events file as any other hook writing to the same folder.
+// It only reads values and writes records the host stamps with the step's time: behind the step
+// they read the same, and the step does not wait for them.
+#define HH_PLUGIN_MODE HH_MODE_OBSERVE
 #include <hookhost/ext/summary.h>
 
 #include <cstdint>
@@ -56,8 +59,11 @@ class SummarySaver : public hookhost::Hook {
     // A timer that never triggered triggers at once (the first step); a restored one follows the
     // saved schedule.
     writing_ = timer_.should_trigger(next_step_ ? *next_step_ : host().global_step() + 1);
-    if (writing_)
+    // The first call asks even when it writes nothing (a resumed schedule): behind the step, the
+    // host fetches what an observer asked for from then on, so no step it writes misses a value.
+    if (writing_ || !asked_)
       for (const auto& name : tensors_) request.fetch(name);
+    asked_ = true;
   }
 
   void after_run(const hh_run_context& context, const hookhost::RunValues& values) override {
@@ -123,6 +129,7 @@ class SummarySaver : public hookhost::Hook {
   }
 
   hookhost::StepTimer timer_;
+  bool asked_ = false;  // for its tensors, in a before_run of this process
   std::vector<std::string> tensors_;
   std::string output_dir_;
   const hh_summary_service* summaries_ = nullptr;

@@ -60,5 +60,8 @@ extern constinit thread_local const HostServices* t_current_call;
 // (hh_host.global_step), since the live one has moved on. kNoObservedStep otherwise.
 inline constexpr int64_t kNoObservedStep = INT64_MIN;
 extern constinit thread_local int64_t t_observed_step;
+// While an observer's worker calls it: the wall clock (ns since the epoch) when its step ran, for
+// the records it writes through the host (hh_run_context.wall_time_ns). 0 otherwise.
+extern constinit thread_local int64_t t_observed_wall_ns;
 
 }  // namespace hookhost

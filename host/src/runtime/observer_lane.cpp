@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-
 #include "context/host_services.hpp"
 #include "runtime/step_engine.hpp"
 
@@ -192,10 +191,12 @@ void ObserverLane::work() {
 }
 
 template <typename Fn>
-CallResult ObserverLane::call(Callback callback, int64_t step, int64_t live_step, Fn&& fn) {
+CallResult ObserverLane::call(Callback callback, int64_t step, int64_t live_step, int64_t wall_ns,
+                              Fn&& fn) {
   const HostServices* previous = t_current_call;
   t_current_call = slot_.services.get();
   t_observed_step = live_step;
+  t_observed_wall_ns = wall_ns;
   running_.set_callback(callback);
   running_.set_step(step);
   const auto t0 = std::chrono::steady_clock::now();
@@ -206,6 +207,7 @@ CallResult ObserverLane::call(Callback callback, int64_t step, int64_t live_step
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
   t_current_call = previous;
   t_observed_step = kNoObservedStep;
+  t_observed_wall_ns = 0;
   std::lock_guard lock(mutex_);
   CallStats& st = stats_[callback == Callback::before_run ? 0 : 1];
   ++st.calls;  // failures are counted where they are handled, on the training thread
@@ -240,9 +242,9 @@ void ObserverLane::deliver(ObservedStep& step) {
   } else if (wants_before) {
     slot_.fetches.clear();
     slot_.request_error.clear();
-    CallResult r = call(Callback::before_run, global_step, global_step, [&] {
-      return slot_.dispatch->before_run(step.before_ctx, slot_.request.c);
-    });
+    CallResult r =
+        call(Callback::before_run, global_step, global_step, step.before_ctx.wall_time_ns,
+             [&] { return slot_.dispatch->before_run(step.before_ctx, slot_.request.c); });
     // The host's reason for a refused fetch or feed is more precise than the plugin's.
     if (!slot_.request_error.empty() && !r.runner_lost)
       r = CallResult{HH_ERROR, 0, slot_.request_error};
@@ -295,8 +297,9 @@ void ObserverLane::deliver(ObservedStep& step) {
   values.tensor_stride = sizeof(hh_tensor);
   values.tensors = views_.empty() ? nullptr : views_.data();
   values.count = static_cast<uint32_t>(views_.size());
-  CallResult r = call(Callback::after_run, global_step, step.step_after,
-                      [&] { return slot_.dispatch->after_run(step.after_ctx, values); });
+  CallResult r =
+      call(Callback::after_run, global_step, step.step_after, step.after_ctx.wall_time_ns,
+           [&] { return slot_.dispatch->after_run(step.after_ctx, values); });
   if (!r.ok() || r.status == HH_STOP_REQUESTED)
     post(Callback::after_run, std::move(r), global_step);
 }

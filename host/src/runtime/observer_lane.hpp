@@ -104,7 +104,7 @@ class ObserverLane {
   void deliver(ObservedStep& step);
   // `live_step`: what hh_host.global_step tells the hook during the call.
   template <typename Fn>
-  CallResult call(Callback callback, int64_t step, int64_t live_step, Fn&& fn);
+  CallResult call(Callback callback, int64_t step, int64_t live_step, int64_t wall_ns, Fn&& fn);
   // Records an outcome; decides whether the worker goes on (under mutex_).
   void post(Callback callback, CallResult result, int64_t step);
 

@@ -1,6 +1,8 @@
 // Observers (HookSettings::observer) as the training thread sees them: each has a worker
 // (observer_lane.hpp) that calls it behind the step; here the step's values are copied and queued,
 // and what its calls returned is handled at the step boundary with the step it concerns.
+#include <chrono>
+
 #include "runtime/observer_lane.hpp"
 #include "runtime/step_engine.hpp"
 
@@ -40,6 +42,12 @@ void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const Tenso
   step.after_ctx = ctx;
   step.after_ctx.stop_requested = job_.stop_requested(std::memory_order_relaxed) ? 1 : 0;
   step.step_after = job_.global_step(std::memory_order_relaxed);
+  // Its calls run later: they carry the time this step ran (records stamped with it read the same
+  // as on the step).
+  step.before_ctx.wall_time_ns = step.after_ctx.wall_time_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
   ObserverLane& lane = *slot.lane;
   const std::vector<std::string>* names;
   if (slot.observer_first_pending) {

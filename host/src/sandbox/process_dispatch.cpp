@@ -328,6 +328,7 @@ class ProcessDispatchImpl final : public ProcessDispatch {
     w.put<int32_t>(context.stop_requested);
     w.put<int64_t>(context.global_step);
     w.put<int64_t>(context.iteration);
+    w.put<int64_t>(context.wall_time_ns);
   }
 
   CallResult lost_result() const {

@@ -47,6 +47,11 @@ float to_float(double value) {
   return static_cast<float>(value);
 }
 
+// An observer's record carries the time its step ran, as it would on the step; others, now.
+double record_wall_time() {
+  return t_observed_wall_ns != 0 ? static_cast<double>(t_observed_wall_ns) * 1e-9 : 0;
+}
+
 }  // namespace
 
 hh_status SummaryService::add_scalar(HostServices& caller, const char* dir, const char* tag,
@@ -57,7 +62,7 @@ hh_status SummaryService::add_scalar(HostServices& caller, const char* dir, cons
   if (tag_size > HH_MAX_TAG_LENGTH)
     throw Misuse("tag is longer than " + std::to_string(HH_MAX_TAG_LENGTH) + " bytes");
   caller.context->event_writers().for_folder(folder).add_scalar(
-      step, std::string_view(tag, tag_size), to_float(value));
+      step, std::string_view(tag, tag_size), to_float(value), record_wall_time());
   return HH_OK;
 }
 
@@ -70,7 +75,7 @@ hh_status SummaryService::add_session_log(HostServices& caller, const char* dir,
   if (checkpoint_path && ::strnlen(checkpoint_path, HH_MAX_PATH_LENGTH + 1) > HH_MAX_PATH_LENGTH)
     throw Misuse("checkpoint_path is longer than " + std::to_string(HH_MAX_PATH_LENGTH) + " bytes");
   caller.context->event_writers().for_folder(folder).add_session_log(
-      step, status, checkpoint_path ? checkpoint_path : "");
+      step, status, checkpoint_path ? checkpoint_path : "", record_wall_time());
   return HH_OK;
 }
 

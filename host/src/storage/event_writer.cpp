@@ -127,8 +127,7 @@ std::string encode_file_version_event(double wall_time) {
   return serialize(event);
 }
 
-std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag,
-                                float value) {
+std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag, float value) {
   tb::Event event;
   set_scalar(event, *event.mutable_summary()->add_value(), wall_time, step, tag, value);
   return serialize(event);
@@ -188,8 +187,9 @@ EventFileWriter::~EventFileWriter() {
   }
 }
 
-void EventFileWriter::add_scalar(int64_t step, std::string_view tag, float value) {
-  const double wall_time = now_seconds();  // the record's one clock read, outside the lock
+void EventFileWriter::add_scalar(int64_t step, std::string_view tag, float value,
+                                 double wall_time) {
+  if (wall_time == 0) wall_time = now_seconds();  // the record's one clock read, outside the lock
   std::unique_lock lock(mutex_);
   throw_background_failure(lock);
   set_scalar(encoder_->scalar, *encoder_->scalar_value, wall_time, step, tag, value);
@@ -197,8 +197,9 @@ void EventFileWriter::add_scalar(int64_t step, std::string_view tag, float value
   wake_or_write(lock);
 }
 
-void EventFileWriter::add_session_log(int64_t step, int status, std::string_view path) {
-  const double wall_time = now_seconds();
+void EventFileWriter::add_session_log(int64_t step, int status, std::string_view path,
+                                      double wall_time) {
+  if (wall_time == 0) wall_time = now_seconds();
   std::unique_lock lock(mutex_);
   throw_background_failure(lock);
   set_session_log(encoder_->session_log, wall_time, step, status, path);
@@ -297,8 +298,7 @@ void EventFileWriter::run_writer_thread() {
 
 uint64_t truncate_to_last_whole_record(const fs::path& file) {
   const UniqueFd fd(::open(file.c_str(), O_RDWR | O_CLOEXEC));
-  if (!fd)
-    throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+  if (!fd) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
   const off_t end = ::lseek(fd.get(), 0, SEEK_END);
   uint64_t good = 0;
   // Walk the framing: 8-byte length, 4-byte CRC of it, data, 4-byte CRC of the data.

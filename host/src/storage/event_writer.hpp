@@ -65,8 +65,10 @@ class EventFileWriter {
 
   // Appends one record to the buffer. [thread-safe] A failure of an earlier background write is
   // thrown here (once), and then this record is not appended.
-  void add_scalar(int64_t step, std::string_view tag, float value);
-  void add_session_log(int64_t step, int status, std::string_view checkpoint_path);
+  // `wall_time` (seconds since the Unix epoch) stamps the record; 0 stamps it now.
+  void add_scalar(int64_t step, std::string_view tag, float value, double wall_time = 0);
+  void add_session_log(int64_t step, int status, std::string_view checkpoint_path,
+                       double wall_time = 0);
   // Puts every record appended before the call on disk before it returns. [thread-safe] A write
   // that fails part-way (a full disk) is rolled back to the last whole record, so the file stays
   // readable and later records land after good ones; the failure (or one of the writer thread's)
@@ -88,9 +90,9 @@ class EventFileWriter {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::unique_ptr<Encoder> encoder_;
-  std::string buffer_;               // framed records not yet taken by a write
-  bool wake_requested_ = false;      // buffer_ reached wake_bytes
-  bool stopping_ = false;            // the destructor runs
+  std::string buffer_;              // framed records not yet taken by a write
+  bool wake_requested_ = false;     // buffer_ reached wake_bytes
+  bool stopping_ = false;           // the destructor runs
   std::string background_failure_;  // the writer thread's last failed write, not yet reported
 
   // Guards the file. Held for a whole write, so a flush that gets it knows every earlier write of

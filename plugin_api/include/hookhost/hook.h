@@ -41,6 +41,11 @@ typedef struct hh_run_context {
   int64_t global_step;    /* the global step read before this step ran (TensorFlow's "stale"
                            * step) */
   int64_t iteration;      /* how many steps this job has run before this one in this process */
+  /* ABI 1.4 (read it after HH_HAS_FIELD(ctx, hh_run_context, wall_time_ns)): for a call made
+   * behind the step (an observer, docs/observers.md), the host's wall clock (CLOCK_REALTIME, ns
+   * since the Unix epoch) when this step's run returned; 0 for a call made on the step, whose own
+   * clock reads the step's time. */
+  int64_t wall_time_ns;
 } hh_run_context;
 
 /* Filled by a hook in before_run. Host-owned; usable only during that before_run, on its thread:
@@ -143,7 +148,7 @@ typedef struct hh_hook {
 
 #define HH_HOOK_SIZE HH_STRUCT_SIZE(hh_hook, get_extension)
 #define HH_SESSION_INFO_SIZE HH_STRUCT_SIZE(hh_session_info, global_step)
-#define HH_RUN_CONTEXT_SIZE HH_STRUCT_SIZE(hh_run_context, iteration)
+#define HH_RUN_CONTEXT_SIZE HH_STRUCT_SIZE(hh_run_context, wall_time_ns)
 #define HH_RUN_REQUEST_SIZE HH_STRUCT_SIZE(hh_run_request, add_feed)
 #define HH_RUN_VALUES_SIZE HH_STRUCT_SIZE(hh_run_values, tensor_stride)
 #define HH_END_INFO_SIZE HH_STRUCT_SIZE(hh_end_info, global_step)

@@ -30,6 +30,7 @@
 #else
 
 #include <cxxabi.h>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -109,6 +110,17 @@ class TensorView {
  private:
   const hh_tensor* t_;
 };
+
+// When the step of a before_run or after_run ran, on the wall clock: the host's time of the step
+// for a call behind it (an observer, ABI 1.4 hosts), else now, as a call on the step runs at the
+// step's time. Rows and records stamped with it read the same in either mode.
+inline std::chrono::system_clock::time_point step_wall_time(const hh_run_context& context) {
+  if (HH_HAS_FIELD(&context, hh_run_context, wall_time_ns) && context.wall_time_ns != 0)
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(context.wall_time_ns)));
+  return std::chrono::system_clock::now();
+}
 
 // The values given to after_run: exactly what this hook fetched in this step's before_run, in
 // the order asked. Valid only during that after_run.
@@ -518,7 +530,7 @@ struct Instance {
 template <typename T>
 hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out, hh_error* err) {
   return guarded(err, [&] {
-    auto instance = std::make_unique<Instance<T>>();
+    auto instance = std::make_unique<Instance<T> >();
     CreateContext ctx{Host(host), Params(*args), args->instance_name};
     instance->impl = std::make_unique<T>(ctx);
     hh_hook& c = instance->c;
