@@ -13,9 +13,8 @@
 // Confined, it writes the CSV file its path parameter names (default: history.csv in its run
 // folder).
 #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
-// It only reads values and writes its own file, its rows stamped with the step's time: behind
-// the step its rows read the same, and the step does not wait for them.
-#define HH_PLUGIN_MODE HH_MODE_OBSERVE
+// Its rows are stamped with the step's time (hookhost::step_wall_time), so with mode = observe
+// they read the same as on the step.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

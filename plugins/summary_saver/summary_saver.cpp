@@ -1,9 +1,8 @@
 // summary_saver: TensorFlow's SummarySaverHook. Writes chosen tensors as TensorBoard scalar
 // summaries every N steps or seconds, through the host's shared event writer (hh.summary/1), so
 // its records land in the same events file as any other hook writing to the same folder.
-// It only reads values and writes records the host stamps with the step's time: behind the step
-// they read the same, and the step does not wait for them.
-#define HH_PLUGIN_MODE HH_MODE_OBSERVE
+// The host stamps an observer's records with its step's time, so with mode = observe they read
+// the same as on the step.
 #include <hookhost/ext/summary.h>
 
 #include <cstdint>
