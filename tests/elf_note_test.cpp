@@ -387,6 +387,30 @@ TEST(ElfNoteDescriptor, ReadsTheObserverModeAndRefusesAnyOther) {
               HasSubstr("more than one mode line"));
 }
 
+// cadence.every_n_steps names an INT parameter of the plugin (ABI 1.4); anything else is refused
+// with the line, the name and what to fix.
+TEST(ElfNoteDescriptor, ReadsADeclaredCadenceAndRefusesOneNotNamingAnIntParameter) {
+  const std::string params =
+      "param=every\tINT\tDEFAULT\t10\thow often\nparam=path\tSTRING\tOPTIONAL\t\twhere\n";
+  NoteReadResult r = parse_note_descriptor(descriptor(
+      HH_NOTE_FORMAT, 1, 4, std::string(kGoodHeader) + params + "cadence.every_n_steps=every\n"));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->cadence_param, "every");
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + params + "cadence.every_n_steps=path\n"),
+              AllOf(HasSubstr("line 6"), HasSubstr("cadence.every_n_steps=path"),
+                    HasSubstr("is a string, not an integer"), HasSubstr("rebuild")));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + params + "cadence.every_n_steps=often\n"),
+              AllOf(HasSubstr("declares no parameter of that name"),
+                    HasSubstr("HH_CADENCE_EVERY_N_STEPS")));
+  EXPECT_THAT(note_error(std::string(kGoodHeader) + params +
+                         "cadence.every_n_steps=every\ncadence.every_n_steps=every\n"),
+              HasSubstr("more than one cadence line"));
+  // The built-in history_saver declares its every_n_steps with the macro.
+  NoteReadResult history = read_plugin_note(builtin_plugin("history_saver"));
+  ASSERT_TRUE(history.metadata) << history.error;
+  EXPECT_EQ(history.metadata->cadence_param, "every_n_steps");
+}
+
 TEST(ElfNote, ReadsThePlacementTheSdkMacrosWrite) {
   struct Expected {
     fs::path file;

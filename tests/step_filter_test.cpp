@@ -13,6 +13,7 @@
 namespace hookhost::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -132,7 +133,9 @@ TEST_F(StepFilterJob, ASetArgumentFilters) {
 }
 
 // history_saver declares every_n_steps: the parameter stays its own (it writes a row every N
-// steps and at the first), and the host calls it every step.
+// steps and at the first), and as its declared cadence the host calls it on those steps only:
+// global steps 0 (its first), 6, 13 and 20 (the step that found the end of the data, before_run
+// only), whose next global step is a multiple of 7.
 TEST_F(StepFilterJob, APluginThatDeclaresTheKeyKeepsIt) {
   write_file(dir_ / "job.ini",
              "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 5\n\n"
@@ -141,9 +144,14 @@ TEST_F(StepFilterJob, APluginThatDeclaresTheKeyKeepsIt) {
       run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--fresh"}, dir_.path());
   r.out += r.err;
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("every_n_steps = 7"));
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("before_run\\s+21\\s"))) << r.out;  // all
-  EXPECT_THAT(read_file(dir_ / "run" / "history.csv"), HasSubstr("\n14,"));
+  EXPECT_THAT(r.out, AllOf(HasSubstr("every_n_steps = 7"),
+                           HasSubstr("declared cadence every 7 steps")));
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("before_run\\s+4\\s"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("after_run\\s+3\\s"))) << r.out;
+  std::vector<std::string> steps;
+  for (const auto& line : lines_of(dir_ / "run" / "history.csv"))
+    steps.push_back(line.substr(0, line.find(',')));
+  EXPECT_THAT(steps, ElementsAre("step", "1", "7", "14"));
 }
 
 struct BadValue {

@@ -516,13 +516,20 @@ int cmd_plugins(const std::vector<std::string>& args) {
                      "mode = step runs one on the step)"
                    : "step (its hooks run on the step; a section's mode = observe runs one behind "
                      "it)";
+    const std::string cadence =
+        m.cadence_param.empty()
+            ? "every step"
+            : "the first step and each step after which the global step is a multiple of its "
+              "parameter " +
+                  display_text(m.cadence_param) +
+                  " (declared by the plugin: the host skips the others' before_run and after_run)";
     std::printf(
-        "%s %s - %s\n  file: %s\n  placement: %s\n  mode: %s\n  needs (when confined): %s\n"
-        "  ABI: %u.%u\n  process-wide calls: %s\n\nParameters:\n",
+        "%s %s - %s\n  file: %s\n  placement: %s\n  mode: %s\n  cadence: %s\n"
+        "  needs (when confined): %s\n  ABI: %u.%u\n  process-wide calls: %s\n\nParameters:\n",
         display_text(m.id).c_str(), display_text(m.version).c_str(),
         display_text(m.description).c_str(), display_text(p->file.string()).c_str(),
-        placement.c_str(), mode.c_str(), needs_text(m.needs).c_str(), m.abi_major, m.abi_minor,
-        calls.c_str());
+        placement.c_str(), mode.c_str(), cadence.c_str(), needs_text(m.needs).c_str(), m.abi_major,
+        m.abi_minor, calls.c_str());
     if (m.params.empty()) std::printf("  (none)\n");
     for (const auto& param : m.params)
       std::printf("  %-18s %-12s %-12s %s\n", display_text(param.name).c_str(),

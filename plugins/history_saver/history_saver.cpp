@@ -14,7 +14,9 @@
 // folder).
 #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
 // Its rows are stamped with the step's time (hookhost::step_wall_time), so with mode = observe
-// they read the same as on the step.
+// they read the same as on the step. It needs its per-step calls only at the first step and where
+// a row may fall (will_record): its cadence says so, and the host skips the other steps' calls.
+#define HH_PLUGIN_CADENCE HH_CADENCE_EVERY_N_STEPS(every_n_steps)
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -425,7 +427,7 @@ class HistorySaver : public hookhost::Hook {
   std::size_t rows_at_ = 0;       // where the rows start in pending_
   bool file_has_header_ = false;
   bool state_holds_rows_ = false;    // the host's copy of the state may hold rows
-  bool asked_ = false;  // for its tensors, in a before_run of this process
+  bool asked_ = false;               // for its tensors, in a before_run of this process
   int64_t oldest_pending_time_ = 0;  // wall clock (ns) of the first row waiting
   std::optional<int64_t> last_recorded_step_;
   bool recording_ = false;

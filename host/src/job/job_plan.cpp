@@ -176,6 +176,7 @@ void plan_hook(const JobConfig& cfg, const HookConfig& hook, const DiscoveryResu
         "mode = step, or its on_error or on_crash is fail)",
         hook.name);
   ResolvedParams params = resolve_checked(d.metadata, hook.name, keys.plugin_params, hook_where);
+  keys.filter.cadence_every_n_steps = declared_cadence(d.metadata, params);
   if (!runs_on_this_process) return;
   auto plugin = load_for_tier(cfg, hook, d, isolation.isolation);
   plan.hooks.push_back({&hook, std::move(plugin), std::move(params), std::move(isolation), ranks,

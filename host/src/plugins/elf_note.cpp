@@ -367,6 +367,8 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
 
   bool have_id = false, have_version = false, have_description = false, have_placement = false;
   bool have_mode = false;
+  bool have_cadence = false;
+  std::size_t cadence_line = 0;
   bool have_network = false, have_processes = false;
   std::vector<NeedsParamLine> needs_param_lines;
   const std::vector<std::string_view> lines = split(text, '\n');
@@ -429,6 +431,10 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
                     "step) — fix the plugin's HH_PLUGIN_MODE (HH_MODE_OBSERVE), or the mode= line "
                     "of HH_PLUGIN_NOTE, and rebuild it");
       m.observes = true;
+    } else if (key == "cadence.every_n_steps") {
+      if (!once(&have_cadence)) return malformed("more than one cadence line");
+      m.cadence_param = std::string(value);
+      cadence_line = line_no;
     } else if (key == "param") {
       std::string error = parse_param(value, line_no, &m);
       if (!error.empty()) return malformed(error);
@@ -443,6 +449,17 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
   if (!have_id) return malformed("no id= line");
   if (!have_version) return malformed("no version= line");
   if (!have_description) return malformed("no description= line");
+  if (have_cadence) {
+    const ParamSpec* p = m.find_param(m.cadence_param);
+    if (!p || p->type != HH_PARAM_TYPE_INT)
+      return fail(
+          "bad cadence in the hookhost note: line " + std::to_string(cadence_line) +
+          " says cadence.every_n_steps=" + printable(m.cadence_param) + ", but " +
+          (p ? "parameter '" + p->name + "' is a " + param_type_name(p->type) + ", not an integer (INT)"
+             : std::string("the plugin declares no parameter of that name")) +
+          " — fix the plugin's HH_PLUGIN_CADENCE (HH_CADENCE_EVERY_N_STEPS names one of "
+          "its INT parameters), or the cadence line of HH_PLUGIN_NOTE, and rebuild it");
+  }
   for (const NeedsParamLine& line : needs_param_lines) {
     if (std::string error = check_needs_param(line, m); !error.empty()) {
       return fail("bad needs in the hookhost note: line " + std::to_string(line.line_no) + " (" +

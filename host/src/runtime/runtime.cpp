@@ -213,6 +213,8 @@ Runtime::~Runtime() {
 void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings settings,
                        const ResolvedParams& params) {
   Impl& m = *impl_;
+  if (settings.step_filter.cadence_every_n_steps == 0)
+    settings.step_filter.cadence_every_n_steps = declared_cadence(plugin->metadata(), params);
   const std::string where =
       describe_hook(settings.instance_name, plugin->metadata().id, plugin->file().string());
   m.check_can_add(settings);

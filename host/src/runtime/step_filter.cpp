@@ -16,7 +16,16 @@ std::string StepFilter::text() const {
     parts.push_back("at_steps = " + join(steps, ","));
   }
   if (first_n) parts.push_back("first_n = " + std::to_string(first_n));
+  if (cadence_every_n_steps)
+    parts.push_back("declared cadence every " + std::to_string(cadence_every_n_steps) + " steps");
   return join(parts, ", ");
+}
+
+uint64_t declared_cadence(const PluginMetadata& plugin, const ResolvedParams& params) {
+  if (plugin.cadence_param.empty()) return 0;
+  const ResolvedParams::Value* v = params.find(plugin.cadence_param);
+  if (!v || !v->is_set || v->spec.type != HH_PARAM_TYPE_INT || v->i <= 0) return 0;
+  return static_cast<uint64_t>(v->i);
 }
 
 bool step_called(Slot& slot, int64_t global_step) {
@@ -27,7 +36,12 @@ bool step_called(Slot& slot, int64_t global_step) {
       (filter.every_n_steps == 0 ||
        (global_step >= 0 && static_cast<uint64_t>(global_step) % filter.every_n_steps == 0)) &&
       (filter.at_steps.empty() ||
-       std::binary_search(filter.at_steps.begin(), filter.at_steps.end(), global_step));
+       std::binary_search(filter.at_steps.begin(), filter.at_steps.end(), global_step)) &&
+      // The first step, whatever it is (a resumed schedule is the hook's own to keep), and each
+      // step that makes the global step a multiple of N.
+      (filter.cadence_every_n_steps == 0 || seen == 0 ||
+       (global_step >= -1 &&
+        static_cast<uint64_t>(global_step + 1) % filter.cadence_every_n_steps == 0));
   if (!called) ++slot.steps_skipped;
   return called;
 }

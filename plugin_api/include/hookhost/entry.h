@@ -138,7 +138,11 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *   A plugin that writes its note with HH_PLUGIN_NOTE puts the same expanders in its TEXT.
  * HH_PLUGIN_MODE: HH_MODE_OBSERVE declares the plugin's hooks observers (since 1.3): they never
  *   feed and only watch, so the host runs them behind the step, on a worker thread of their own,
- *   unless a hook's section says mode = step (docs/observers.md). Default: on the step. */
+ *   unless a hook's section says mode = step (docs/observers.md). Default: on the step.
+ * HH_PLUGIN_CADENCE: HH_CADENCE_EVERY_N_STEPS(NAME) declares which steps the plugin's hooks need
+ *   (since 1.4): their first step in the process, and each step after which the global step is a
+ *   multiple of their INT parameter NAME (the context's global_step + 1); the host skips their
+ *   before_run and after_run on the other steps. Default: every step. */
 #ifndef HH_PLUGIN_STATE_VERSION
 #define HH_PLUGIN_STATE_VERSION 1
 #endif
@@ -150,6 +154,9 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
 #endif
 #ifndef HH_PLUGIN_MODE
 #define HH_PLUGIN_MODE ""
+#endif
+#ifndef HH_PLUGIN_CADENCE
+#define HH_PLUGIN_CADENCE ""
 #endif
 
 /* The needs.* note lines (since 1.2), one per expander. PATH is a string literal; NAME the bare
@@ -164,6 +171,10 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
 
 /* The mode= note line (since 1.3): HH_PLUGIN_MODE's one value. */
 #define HH_MODE_OBSERVE "mode=observe\n"
+
+/* The cadence line (since 1.4): HH_PLUGIN_CADENCE's one form. NAME is the bare name of an INT
+ * parameter of the plugin. */
+#define HH_CADENCE_EVERY_N_STEPS(NAME) "cadence.every_n_steps=" #NAME "\n"
 
 /* ---- The metadata note --------------------------------------------------------------------
  * An ELF note, owner "hookhost", type HH_NOTE_TYPE_METADATA, in a section named .note.hookhost
@@ -181,6 +192,7 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *     needs.read.param=<name>    needs.write.param=<name> (optional, repeatable, since 1.2)
  *     needs.network=1            needs.processes=1        (optional, at most once, since 1.2)
  *     mode=observe                                        (optional, at most once, since 1.3)
+ *     cadence.every_n_steps=<name>                        (optional, at most once, since 1.4)
  *   where TYPE is BOOL, INT, FLOAT, STRING or STRING_LIST and FLAG is OPTIONAL, REQUIRED or
  *   DEFAULT. placement says where the plugin's hooks run in a distributed job when their section
  *   sets no `ranks`: chief (rank 0 alone) or all (every rank, also when the line is absent); a
@@ -190,7 +202,10 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
  *   names a STRING or STRING_LIST parameter whose values are such paths; a path is not empty, has
  *   no ".." component and is shorter than 4096 bytes. A 1.0 or 1.1 host ignores them. mode=observe
  *   makes the plugin's hooks observers unless their section says otherwise (HH_PLUGIN_MODE); a
- *   host before 1.3 ignores it and runs them on the step. Readers
+ *   host before 1.3 ignores it and runs them on the step. cadence.every_n_steps names an INT
+ *   parameter: the hooks need their per-step calls only at their first step and at the steps
+ *   after which the global step is a multiple of its value (HH_PLUGIN_CADENCE); a host before
+ *   1.4 ignores it and calls them every step. Readers
  *   ignore lines with other keys (other needs.* keys too) and tab fields after the fifth: a later
  *   minor may add both. A host checks the version words before it reads the text.
  * descsz counts the header words and the text with its NUL and the NULs padding it to a multiple
@@ -268,7 +283,8 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
   static const hh_param_desc hh_plugin_params_[] = {                                      \
       PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};                \
   HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION              \
-                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE HH_PLUGIN_NEEDS HH_PLUGIN_MODE)  \
+                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE HH_PLUGIN_NEEDS HH_PLUGIN_MODE \
+                                      HH_PLUGIN_CADENCE)                                 \
   HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;                      \
   const hh_plugin_entry hookhost_plugin_v1 = {                                            \
       HH_PLUGIN_ENTRY_SIZE,                                                               \

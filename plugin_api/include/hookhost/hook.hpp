@@ -563,8 +563,9 @@ hh_status create(const hh_host* host, const hh_create_args* args, hh_hook** out,
 // absent); the default is "" unless FLAG is DEFAULT. An optional last argument, the bare word
 // chief or all (since ABI 1.1), declares where its hooks run in a distributed job when their
 // section sets no `ranks` (without it: all). What its hooks need when confined (since ABI 1.2) is
-// the HH_PLUGIN_NEEDS option, and whether they only observe (since ABI 1.3) the HH_PLUGIN_MODE
-// option, both defined before including any hookhost header (see entry.h). Use once per library,
+// the HH_PLUGIN_NEEDS option, whether they only observe (since ABI 1.3) the HH_PLUGIN_MODE
+// option, and which steps they need (since ABI 1.4) the HH_PLUGIN_CADENCE option, each defined
+// before including any hookhost header (see entry.h). Use once per library,
 // at global scope.
 //   #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
 //   #define HH_PLUGIN_MODE HH_MODE_OBSERVE

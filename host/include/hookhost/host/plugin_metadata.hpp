@@ -58,6 +58,10 @@ struct PluginMetadata {
   // The note's mode=observe line (ABI 1.3): its hooks run as observers unless a section says
   // mode = step.
   bool observes = false;
+  // The note's cadence.every_n_steps=NAME line (ABI 1.4): the INT parameter whose value N makes
+  // the host call its hooks' before_run and after_run only at their first step and the steps
+  // after which the global step is a multiple of N. Empty: every step.
+  std::string cadence_param;
 
   bool operator==(const PluginMetadata&) const = default;
   const ParamSpec* find_param(const std::string& name) const;

@@ -61,10 +61,20 @@ struct StepFilter {
   uint64_t every_n_steps = 0;     // 0: not set
   std::vector<int64_t> at_steps;  // ascending, no repeats; empty: not set
   uint64_t first_n = 0;           // 0: not set
-  bool set() const { return every_n_steps != 0 || !at_steps.empty() || first_n != 0; }
+  // The plugin's declared cadence (its note's cadence.every_n_steps, declared_cadence()): the
+  // hook's first step of the run, and the steps whose global step + 1 is a multiple of it.
+  uint64_t cadence_every_n_steps = 0;  // 0: none
+  bool set() const {
+    return every_n_steps != 0 || !at_steps.empty() || first_n != 0 || cadence_every_n_steps != 0;
+  }
   // "every_n_steps = 10, first_n = 100", or "" when nothing is set.
   std::string text() const;
 };
+
+// The cadence a plugin declares for its hooks (PluginMetadata::cadence_param) with these
+// parameters: the parameter's value when it is a positive INT, else 0 (every step).
+// Runtime::add_hook applies it to an in-process hook whose filter has none.
+uint64_t declared_cadence(const PluginMetadata& plugin, const ResolvedParams& params);
 
 // An observer (mode = observe): a hook that never feeds, never fails the job and stops it only by
 // request. Its before_run and after_run run on a worker thread of its own, behind the step, in step
