@@ -154,6 +154,18 @@ TEST_F(StepFilterJob, APluginThatDeclaresTheKeyKeepsIt) {
   EXPECT_THAT(steps, ElementsAre("step", "1", "7", "14"));
 }
 
+// The cadence comes from the plugin's note: describe shows it, and a plugin without one is
+// called every step.
+TEST_F(StepFilterJob, DescribeShowsADeclaredCadence) {
+  const ProcessResult history = run_hookhost({"plugins", "describe", "history_saver"}, dir_.path());
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_THAT(history.out, HasSubstr("cadence: the first step and each step after which the "
+                                     "global step is a multiple of its parameter every_n_steps"));
+  const ProcessResult counter = run_hookhost({"plugins", "describe", "step_counter"}, dir_.path());
+  ASSERT_EQ(counter.exit_code, 0) << counter.err;
+  EXPECT_THAT(counter.out, HasSubstr("cadence: every step"));
+}
+
 struct BadValue {
   const char* key_line;
   const char* message;
