@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <hookhost/host/checkpoint.hpp>
 #include <map>
 
 #include "mpi_launch.hpp"
@@ -50,13 +51,13 @@ class MpiCheckpointRequestOnRank : public MpiCheckpoint, public ::testing::WithP
 };
 
 TEST_P(MpiCheckpointRequestOnRank, CheckpointSaverWritesEveryTenthStep) {
-  const fs::path config =
-      write_config("job.ini",
-                   "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\nkeep_checkpoints = 0\n"
-                   "[workload]\nepochs = 0\n"
-                   "[hook.stop]\nplugin = stop_at_step\nlast_step = 30\n"
-                   "[hook.checkpoint_saver]\nsave_steps = 10\nranks = " +
-                       requesting_rank() + "\n");
+  const fs::path config = write_config(
+      "job.ini",
+      "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\nkeep_checkpoints = 0\n"
+      "[workload]\nepochs = 0\n"
+      "[hook.stop]\nplugin = stop_at_step\nlast_step = 30\n"
+      "[hook.checkpoint_saver]\nsave_steps = 10\nranks = " +
+          requesting_rank() + "\n");
   const ProcessResult r = mpirun(2, config);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const int64_t step : {0, 10, 20, 30})
@@ -78,11 +79,11 @@ TEST_P(MpiCheckpointRequestOnRank, LastWrittenNamesTheChiefsCheckpointOnEveryRan
     hooks += "[hook.probe" + std::to_string(rank) +
              "]\nplugin = checkpoint_probe\nranks = " + std::to_string(rank) + "\ntrace = probe-" +
              std::to_string(rank) + ".txt\n" + (rank == GetParam() ? "request_at = 5, 10\n" : "");
-  const fs::path config =
-      write_config("job.ini",
-                   "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\n[workload]\nepochs = 0\n"
-                   "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n" +
-                       hooks);
+  const fs::path config = write_config(
+      "job.ini",
+      "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\n[workload]\nepochs = 0\n"
+      "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n" +
+          hooks);
   const ProcessResult r = mpirun(2, config);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(fs::exists(checkpoint(5))) << r.err;
@@ -138,6 +139,93 @@ TEST_P(MpiCheckpointRequestOnRank, ARecoveryWritesAPendingCheckpointOfTheRestore
   EXPECT_EQ(count_occurrences(r.err, "model.ckpt-0 (requested by"), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("model.ckpt-10 (requested by")) << r.err;
   EXPECT_TRUE(fs::exists(checkpoint(20)));
+}
+
+TEST_P(MpiCheckpointRequestOnRank, AnObserversRequestsAreWrittenByTheChiefWithTheStepsTheyName) {
+  // A probe observer on the requesting rank asks in after_run of live global steps 5 and 105: the
+  // first while its before_run still runs on the training thread (it fetches nothing, so that
+  // lasts its first 100 calls), the second with both its calls on its worker thread, behind the
+  // step. Both ranks also run a scripted observer that saves its after_run count. A request is
+  // taken at the first boundary after it was made, the training thread never more than queue + 1
+  // steps ahead of the worker; the queues drain first, so the chief's file holds every rank's
+  // observer state of exactly the step it names.
+  const auto job = [&](int last_step) {
+    std::string hooks;
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string r = std::to_string(rank);
+      hooks += "[hook.probe" + r + "]\nplugin = checkpoint_probe\nranks = " + r +
+               "\ntrace = probe-" + r + ".txt\nmode = observe\nqueue = 2\n" +
+               (rank == GetParam() ? "request_at = 5, 105\n" : "") + counter(rank) +
+               "mode = observe\nqueue = 2\nfetch = loss\nafter_run_sleep_ms = 1\n";
+    }
+    return write_config("job.ini",
+                        "[run]\ndistributed = mpi\nrun_dir = out\ncheckpoint_wait = true\n"
+                        "keep_checkpoints = 0\n[workload]\nepochs = 0\n"
+                        "[hook.stop]\nplugin = stop_at_step\nlast_step = " +
+                            std::to_string(last_step) + "\n" + hooks);
+  };
+  const ProcessResult r = mpirun(2, job(120));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Two checkpoints for the job, in the chief's folder, oldest first.
+  std::vector<fs::path> files = list_checkpoints(dir_ / "out" / "checkpoints");
+  std::reverse(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 2u) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1" / "checkpoints"));
+  EXPECT_EQ(count_occurrences(r.err, "wrote checkpoint"), 2) << r.err;
+  std::vector<int64_t> steps;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const int64_t asked_at = i == 0 ? 5 : 105;
+    const Checkpoint saved = read_checkpoint(files[i]);
+    const int64_t step = saved.global_step;
+    steps.push_back(step);
+    EXPECT_EQ(files[i], checkpoint(step));
+    EXPECT_GE(step, asked_at);
+    EXPECT_LE(step, asked_at + 2 + 1);
+    EXPECT_THAT(r.err,
+                HasSubstr("model.ckpt-" + std::to_string(step) + " (requested by " +
+                          (GetParam() == 0 ? "hook 'probe0': probe at " + std::to_string(asked_at)
+                                           : std::string("a hook on another process")) +
+                          ")"));
+    // Each rank's observer had seen every step up to this one, and no more (rank 1's state is
+    // under "NAME@1").
+    const std::string count = "after_runs=" + std::to_string(step);
+    ASSERT_EQ(saved.hook_states.count("counter0"), 1u) << files[i];
+    ASSERT_EQ(saved.hook_states.count("counter1@1"), 1u) << files[i];
+    EXPECT_EQ(saved.hook_states.at("counter0").bytes, count) << files[i];
+    EXPECT_EQ(saved.hook_states.at("counter1@1").bytes, count) << files[i];
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto lines = lines_of(dir_ / ("trace-" + std::to_string(rank) + ".txt"));
+    ASSERT_GE(lines.size(), 2u) << "rank " << rank;
+    EXPECT_THAT(lines[lines.size() - 2], HasSubstr("end outcome=stopped")) << "rank " << rank;
+    EXPECT_THAT(lines[lines.size() - 2], HasSubstr("gs=120"));
+    EXPECT_THAT(lines.back(), HasSubstr("destroy"));
+    // What a probe is told names one of the chief's files, if anything yet (they are written in
+    // the background: not when it is told).
+    for (const auto& line : lines_of(dir_ / ("probe-" + std::to_string(rank) + ".txt"))) {
+      const std::string said = last_written(line);
+      ASSERT_FALSE(said.empty()) << line;
+      if (said == "none") continue;
+      const int64_t step = std::stoll(said);
+      ASSERT_NE(std::find(steps.begin(), steps.end(), step), steps.end()) << line;
+      EXPECT_TRUE(fs::equivalent(dir_ / said.substr(said.find("path=") + 5), checkpoint(step)))
+          << line;
+    }
+  }
+
+  // The job resumes from the newest on every rank, each observer with its count of that step.
+  const ProcessResult resumed = mpirun(2, job(130));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(count_occurrences(resumed.err, "resuming from"), 2) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("at global step " + std::to_string(steps[1])));
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> states;
+    for (const auto& line : lines_of(dir_ / ("trace-" + std::to_string(rank) + ".txt")))
+      if (line.find(" create state=") != std::string::npos) states.push_back(line);
+    ASSERT_EQ(states.size(), 1u) << "rank " << rank;
+    EXPECT_THAT(states[0], HasSubstr("create state=after_runs=" + std::to_string(steps[1])))
+        << "rank " << rank;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(OnEachKindOfRank, MpiCheckpointRequestOnRank, ::testing::Values(0, 1),

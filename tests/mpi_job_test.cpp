@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <sstream>
 
 #include "mpi_launch.hpp"
@@ -119,6 +120,53 @@ TEST_P(MpiJobRequestOnRank, TwoRanksStopTogetherAtLastStepWithOneReason) {
   EXPECT_EQ(count_occurrences(r.out, "hookhost: job stopped"), 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("hookhost: rank 1: job stopped"));
   EXPECT_THAT(r.err, HasSubstr("[rank 1]"));
+}
+
+// An observer (mode = observe) asks for a stop from its worker thread, behind the step, on one
+// rank: every rank stops after the same step, at most queue + 1 steps after the step whose call
+// asked (docs/observers.md), with the observer's reason, and every step queued to it still reaches
+// it before its end.
+TEST_P(MpiJobRequestOnRank, AnObserversStopOnOneRankStopsEveryRankWithinQueuePlusOneSteps) {
+  const fs::path config = write_config(
+      "job.ini",
+      "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n"
+      // Ends the job with another reason should the observer's stop be lost.
+      "[hook.stop]\nplugin = stop_at_step\nlast_step = 200\n"
+      "[hook.obs]\nplugin = scripted\nranks = " +
+          requesting_rank() +
+          "\ntrace = obs.txt\nmode = observe\nqueue = 3\nfetch = loss\nafter_run_sleep_ms = 5\n"
+          "stop_at_iteration = 4\n\n" +
+          trace_hooks(2));
+  const ProcessResult r =
+      mpirun(2, {"--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto observer = lines_of(dir_ / "obs.txt");
+  std::vector<int> delivered;
+  for (const auto& line : starting_with(observer, "obs after_run gs="))
+    delivered.push_back(std::stoi(line.substr(std::string("obs after_run gs=").size())));
+  ASSERT_GE(delivered.size(), 5u) << r.err;
+  // Asked in after_run of global step 4 (iteration 4): at most queue + 1 = 4 more steps ran.
+  EXPECT_LE(delivered.back(), 4 + 3 + 1);
+  std::vector<int> every_step(static_cast<std::size_t>(delivered.back()) + 1);
+  std::iota(every_step.begin(), every_step.end(), 0);
+  EXPECT_EQ(delivered, every_step);
+  EXPECT_THAT(end_line(observer), HasSubstr("end outcome=stopped"));
+  EXPECT_EQ(observer.back(), "obs destroy");
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto lines = trace(rank);
+    // Every rank ran the steps the observer saw, and no more.
+    EXPECT_THAT(last_line_starting(lines, " after_run gs="),
+                HasSubstr("after_run gs=" + std::to_string(delivered.back()) + " "))
+        << "rank " << rank;
+    EXPECT_THAT(end_line(lines), HasSubstr("end outcome=stopped"));
+    EXPECT_THAT(end_line(lines),
+                HasSubstr("hook 'obs': asked in after_run (rank " + requesting_rank() + ")"));
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back(), "trace" + std::to_string(rank) + " destroy");
+  }
+  EXPECT_EQ(end_line(trace(0)), end_line(trace(1)));
+  EXPECT_EQ(count_occurrences(r.out, "hookhost: job stopped"), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hookhost: rank 1: job stopped"));
 }
 
 TEST_F(MpiJob, ChiefOnlyHooksWriteTheirOutputsOnce) {

@@ -12,10 +12,14 @@
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/runtime.hpp>
+#include <map>
+#include <numeric>
 #include <regex>
 #include <sstream>
 
+#include "event_file_reader.hpp"
 #include "process.hpp"
+#include "sandbox/process_dispatch.hpp"
 #include "test_support.hpp"
 #include "testing/scripted_workload.hpp"
 
@@ -23,6 +27,7 @@ namespace hookhost::testing {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -330,6 +335,31 @@ class ObserverRuntime : public ::testing::Test {
     raw.emplace("trace", (dir_ / "obs.txt").string());
     return resolve_params(scripted_->metadata(), "obs", raw);
   }
+  // Another fixture plugin, copied into the plugin folder and loaded from there.
+  std::shared_ptr<const LoadedPlugin> load_fixture(const std::string& id) {
+    copy_plugin(fixture_plugin(id), dir_ / "plugins");
+    DiscoveryResult found = discover_plugins({dir_ / "plugins"});
+    if (!found.find(id)) throw std::runtime_error("plugin '" + id + "' was not discovered");
+    return load_plugin(*found.find(id));
+  }
+  // `plugin`'s instance in process, or in a runner of its own as `isolation = process` makes it
+  // (from the bytes verified when it was loaded).
+  static void add(Runtime& rt, const std::shared_ptr<const LoadedPlugin>& plugin,
+                  const HookSettings& settings, const ResolvedParams& resolved, bool sandboxed) {
+    if (!sandboxed) {
+      rt.add_hook(plugin, settings, resolved);
+      return;
+    }
+    rt.add_hook(plugin->metadata().id, 1, settings, [&](const hh_host& host) {
+      return make_process_dispatch(*plugin, settings.instance_name, resolved, host,
+                                   SandboxOptions{});
+    });
+  }
+  // The lines of the trace that start with `prefix`.
+  std::vector<std::string> traced(const std::string& prefix, const std::string& file = "obs.txt") {
+    return fs::exists(dir_ / file) ? starting_with(lines_of(dir_ / file), prefix)
+                                   : std::vector<std::string>{};
+  }
 
   TempDir dir_;
   std::shared_ptr<const LoadedPlugin> scripted_;
@@ -372,6 +402,170 @@ TEST_F(ObserverRuntime, ReportsCountTheStepsASkippingObserverMissed) {
   EXPECT_GT(reports[0].observer_skipped_steps, 0u);
   EXPECT_EQ(reports[0].observer_skipped_steps + delivered, 40u);
   EXPECT_EQ(reports[0].observer_unfetched_steps, 0u);
+}
+
+// A name of `length` bytes that starts with `tag`.
+std::string name_of_length(const std::string& tag, std::size_t length) {
+  return tag + std::string(length - tag.size(), 'n');
+}
+
+// Whether the observer runs in a runner of its own (isolation = process).
+class ObserverFetches : public ObserverRuntime, public ::testing::WithParamInterface<bool> {};
+
+// Names of 16 bytes and more live outside std::string's small buffer: the views each after_run
+// gets name the copies queued with its step, which must live until the call returns, whatever
+// the training thread (two steps ahead at most) does meanwhile. ASan runs this too, where a name
+// freed before the call is a use after free.
+TEST_P(ObserverFetches, NamesPastTheSmallStringBufferUpToTheMaximumGetTheirOwnStepsValues) {
+  const std::vector<std::string> names = {
+      name_of_length("a", 15), name_of_length("b", 16),  name_of_length("c", 17),
+      name_of_length("d", 64), name_of_length("e", 255), name_of_length("f", HH_MAX_NAME_LENGTH)};
+  std::string fetch;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    // Each name's value tells its name and its step apart: 1000 * (k + 1) + step.
+    workload_.script().values[names[k]] = [k](int64_t step) {
+      return Value(static_cast<int64_t>(1000 * (k + 1)) + step);
+    };
+    fetch += (k ? "," : "") + names[k];
+  }
+  auto rt = make_runtime();
+  HookSettings settings{"obs", 0, FailurePolicy::disable};
+  settings.observer = {true, 2, ObserverSettings::WhenFull::block};
+  add(*rt, scripted_, settings, params({{"fetch", fetch}, {"after_run_sleep_ms", "1"}}),
+      GetParam());
+  ASSERT_TRUE(rt->start());
+  int steps = 0;
+  while (!rt->should_stop() && rt->run().ran) ++steps;
+  const JobResult result = rt->close();
+  ASSERT_EQ(steps, 40);
+  EXPECT_EQ(result.outcome, Outcome::completed) << result.reason;
+
+  // after_run of global step g has the values of the step that took it to g + 1, in the order its
+  // before_run asked for them, every step once and in order.
+  std::vector<std::string> expected;
+  for (int g = 0; g < 40; ++g) {
+    std::string line = "obs after_run gs=" + std::to_string(g) + " live=" + std::to_string(g + 1) +
+                       " it=" + std::to_string(g) + " stop=0 values=";
+    for (std::size_t k = 0; k < names.size(); ++k)
+      line += (k ? "," : "") + names[k] + ":" + std::to_string(1000 * (k + 1) + g + 1);
+    expected.push_back(std::move(line));
+  }
+  const std::vector<std::string> after_runs = traced("obs after_run ");
+  ASSERT_EQ(after_runs.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(after_runs[i], expected[i]) << "line " << i;  // one line at a time: they are long
+  EXPECT_THAT(traced("obs end "), ElementsAre(HasSubstr("obs end outcome=completed")));
+  const auto reports = rt->reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FALSE(reports[0].disabled) << reports[0].failure;
+  EXPECT_EQ(reports[0].observer_unfetched_steps, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(InProcessAndSandboxed, ObserverFetches, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "Sandboxed" : "InProcess");
+                         });
+
+// The runner of a sandboxed observer dies in after_run of global step 6, while the installed
+// plugin file has been replaced by an impostor (the same id, version and parameters from other
+// bytes, which tags its trace lines): the restart at the next boundary opens the bytes verified at
+// the start, never the installed file, and the steps queued meanwhile go on to the new runner.
+TEST_F(ObserverRuntime, ALostSandboxedObserverRestartsFromTheVerifiedBytesWhenItsFileWasSwapped) {
+  const std::shared_ptr<const LoadedPlugin> faulty = load_fixture("faulty");
+  auto rt = make_runtime();
+  HookSettings settings{"obs", 0, FailurePolicy::disable};
+  settings.on_crash = CrashPolicy::restart;
+  settings.restart_backoff = std::chrono::milliseconds(1);
+  settings.observer = {true, 4, ObserverSettings::WhenFull::block};
+  add(*rt, faulty, settings,
+      resolve_params(faulty->metadata(), "obs",
+                     {{"behaviour", "segv"},
+                      {"callback", "after_run"},
+                      {"at_step", "6"},
+                      {"trace", (dir_ / "obs.txt").string()}}),
+      true);
+  // The runner is up with its private copy; now the installed file changes.
+  fs::copy_file(fs::path(HOOKHOST_FIXTURE_DIR) / "impostor" / "faulty_impostor.so",
+                dir_ / "plugins" / "faulty.so", fs::copy_options::overwrite_existing);
+  ASSERT_NE(read_file(dir_ / "plugins" / "faulty.so"), read_file(fixture_plugin("faulty")));
+  ASSERT_TRUE(rt->start());
+  int steps = 0;
+  while (!rt->should_stop() && rt->run().ran) ++steps;
+  const JobResult result = rt->close();
+  rt.reset();  // destroy delivered, runners gone: the trace is complete
+  ASSERT_EQ(steps, 40);
+  EXPECT_EQ(result.outcome, Outcome::completed) << result.reason;
+
+  const std::string log = log_.str();
+  EXPECT_THAT(log, AllOf(HasSubstr("failed in after_run at global step 6"),
+                         HasSubstr("was killed by signal 11"),
+                         HasSubstr("on_crash=restart: restarting it (1 of 3)"),
+                         HasSubstr("hook 'obs' restarted with its last saved state")));
+  EXPECT_THAT(log, Not(HasSubstr("could not be restarted")));
+  // Nothing ran from the impostor's bytes.
+  for (const std::string& line : traced("")) EXPECT_THAT(line, Not(HasSubstr("impostor"))) << line;
+  // Created twice: at the start, and at the restart with what it had saved by the fatal call
+  // (after_run of global steps 0 to 6).
+  EXPECT_THAT(
+      traced("obs create "),
+      ElementsAreArray({"obs create behaviour=segv callback=after_run state=(none)",
+                        "obs create behaviour=segv callback=after_run state=after_runs=7"}));
+  // Every step reached it once, in order: the one it died in included (it traced it first), and
+  // none twice across the restart.
+  std::vector<int> after_runs;
+  const std::regex after_run("^obs after_run gs=(\\d+) ");
+  for (const std::string& line : traced("obs after_run ")) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, after_run)) << line;
+    after_runs.push_back(std::stoi(m[1]));
+  }
+  std::vector<int> all(40);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_THAT(after_runs, ElementsAreArray(all));
+  EXPECT_THAT(traced("obs end "), ElementsAre(HasSubstr("obs end outcome=completed")));
+  EXPECT_THAT(traced(""), ::testing::Contains("obs destroy"));
+}
+
+// An observer's calls carry the time their step ran (the run context's wall_time_ns, ABI 1.4), and
+// so do the summaries it writes through the host: each event's wall_time is the one its after_run
+// saw, whenever the worker got to it. On the step the field is 0 and the record is stamped now.
+TEST_F(ObserverJob, AnObserversCallsAndSummariesCarryTheTimeTheirStepRan) {
+  for (const std::string keys :
+       {"mode = observe", "mode = observe\nisolation = process", "mode = step"}) {
+    fs::remove(dir_ / "obs.txt");
+    fs::remove_all(dir_ / "run");
+    const ProcessResult r = run(keys + "\nsummary_wall_time = true\nafter_run_sleep_ms = 1");
+    ASSERT_EQ(r.exit_code, 0) << keys << "\n" << r.out;
+    const std::string text = trace();
+    const std::regex line("obs after_run gs=(\\d+) .* wall=(\\d+)");
+    std::map<int64_t, int64_t> walls;  // by global step
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+         it != std::sregex_iterator(); ++it)
+      walls[std::stoll((*it)[1])] = std::stoll((*it)[2]);
+    ASSERT_EQ(walls.size(), 20u) << keys;
+    std::map<int64_t, double> recorded;  // the events' wall times, by step
+    // A confined hook's run folder is its own, inside the job's.
+    const fs::path folder =
+        fs::exists(dir_ / "run" / "hooks" / "obs") ? dir_ / "run" / "hooks" / "obs" : dir_ / "run";
+    for (const Event& event : events_in(folder))
+      for (const auto& [tag, value] : event.scalars)
+        if (tag == "scripted") recorded[event.step] = event.wall_time;
+    ASSERT_EQ(recorded.size(), 20u) << keys;
+    const bool behind = keys.find("observe") != std::string::npos;
+    int64_t previous = 0;
+    for (const auto& [step, wall] : walls) {
+      if (!behind) {
+        EXPECT_EQ(wall, 0) << step;
+        EXPECT_GT(recorded.at(step), 1.5e9) << step;  // stamped now, by the host's clock
+        continue;
+      }
+      EXPECT_GE(wall, previous) << keys << ", step " << step;  // steps run in order
+      previous = wall;
+      // A double holds seconds since 1970 to about a quarter of a microsecond.
+      EXPECT_NEAR(recorded.at(step), static_cast<double>(wall) * 1e-9, 1e-6)
+          << keys << ", step " << step;
+    }
+  }
 }
 
 }  // namespace
