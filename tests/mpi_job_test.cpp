@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <map>
+#include <regex>
 #include <numeric>
 #include <sstream>
 
@@ -120,6 +121,9 @@ TEST_P(MpiJobRequestOnRank, TwoRanksStopTogetherAtLastStepWithOneReason) {
   EXPECT_EQ(count_occurrences(r.out, "hookhost: job stopped"), 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("hookhost: rank 1: job stopped"));
   EXPECT_THAT(r.err, HasSubstr("[rank 1]"));
+  // The agreement at the job's close passes the reason on without naming a second rank.
+  EXPECT_FALSE(std::regex_search(r.out + r.err, std::regex(R"(\(rank \d+\) \(rank \d+\))")))
+      << r.out << r.err;
 }
 
 // An observer (mode = observe) asks for a stop from its worker thread, behind the step, on one

@@ -28,6 +28,7 @@ using hookhost::Outcome;
 using hookhost::StepStatus;
 using hookhost::testing::HookTest;
 using hookhost::testing::RunResult;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -511,6 +512,42 @@ TEST(HookTestConfiguration, HookKeysATestOfOneHookCannotApplyAreRefused) {
                  "not apply");
   }
   EXPECT_THROW(HookTest(fixture("no_note")), hookhost::LoadError);
+}
+
+// The host's keys that shape the calls are read as the program reads them: a step filter skips
+// the other steps' calls, and mode = observe runs them behind the step, off the test's thread.
+TEST(HookTestConfiguration, StepFiltersAndObserverKeysAreTheProgramsOwn) {
+  {
+    TraceFile trace;
+    HookTest t(fixture("scripted"));
+    t.set("trace", trace.path()).set("every_n_steps", "3").steps(7);
+    const RunResult run = t.run();
+    EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+    EXPECT_EQ(run.trace(),
+              (Names{"begin", "after_create_session", "before_run@1", "after_run@1", "before_run@4",
+                     "after_run@4", "before_run@7", "after_run@7", "end"}));
+  }
+  {
+    TraceFile trace;
+    HookTest t(fixture("scripted"));
+    t.set("trace", trace.path()).set("mode", "observe").set("queue", "2");
+    t.set("trace_thread", "true").steps(5);
+    const RunResult run = t.run();
+    EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
+    const std::vector<std::string> after_runs =
+        hookhost::testing::starting_with(trace.lines(), "scripted after_run");
+    ASSERT_EQ(after_runs.size(), 5u);
+    for (const auto& line : after_runs) EXPECT_THAT(line, HasSubstr("begin_thread=0"));
+  }
+  HookTest t(fixture("scripted"));
+  t.set("trace", "unused.txt").set("queue", "2");
+  try {
+    t.run();
+    ADD_FAILURE() << "queue without mode = observe was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("--set hook.scripted.queue=2"),
+                                HasSubstr("applies to observers only")));
+  }
 }
 
 TEST(HookTestConfiguration, TheLogLevelIsWhatTheHookSees) {

@@ -1,8 +1,25 @@
 #include "runtime/step_agreement.hpp"
 
+#include <cctype>
 #include <string>
+#include <string_view>
 
 namespace hookhost {
+namespace {
+
+// Whether `reason` ends with " (rank N)", as an agreed ending's reason does.
+bool names_a_rank(std::string_view reason) {
+  if (reason.empty() || reason.back() != ')') return false;
+  reason.remove_suffix(1);
+  std::size_t digits = 0;
+  while (digits < reason.size() &&
+         std::isdigit(static_cast<unsigned char>(reason[reason.size() - 1 - digits])))
+    ++digits;
+  return digits > 0 && reason.substr(0, reason.size() - digits).ends_with(" (rank ");
+}
+
+}  // namespace
+
 namespace {
 
 enum class Ending : int64_t { failed = 0, stopped = 1, end_of_data = 2, none = 3 };
@@ -53,10 +70,9 @@ bool StepAgreement::agree(bool decide_checkpoint) {
     const std::size_t newline = message.find('\n');
     const auto cause = static_cast<hh_stop_cause>(std::stoi(message.substr(0, newline)));
     std::string reason = message.substr(newline + 1);
-    const std::string where = " (rank " + std::to_string(winner) + ")";
-    if (reason.size() < where.size() ||
-        reason.compare(reason.size() - where.size(), where.size(), where) != 0)
-      reason += where;
+    // Named once: a later agreement (the one at close) passes on a reason that already says
+    // which process ended the job, and that process need not be the later winner.
+    if (!names_a_rank(reason)) reason += " (rank " + std::to_string(winner) + ")";
     switch (ending) {
       case Ending::failed:
         if (!job_.failed() || job_.failure_reason() != reason) {

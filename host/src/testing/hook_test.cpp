@@ -13,6 +13,8 @@
 
 #include "hookhost/host/job.hpp"
 #include "hookhost/host/loader.hpp"
+#include "job/observer_keys.hpp"
+#include "job/step_filter_keys.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/trust.hpp"
 #include "storage/checkpoint.hpp"
@@ -235,13 +237,19 @@ HookTest::Prepared HookTest::prepare() const {
   for (const auto& [key, value] : settings_) overrides.push_back(section + key + "=" + value);
   p.config = load_job_config(std::nullopt, overrides);
   p.hook = p.config.hooks.front();
+  const IsolationConfig& iso = p.hook.isolation;
+  // The host's step filter and observer keys, as the program takes them out of the section.
+  SplitHookKeys keys = split_step_filter(p.config, p.hook, plugin_);
+  p.settings.observer = split_observer_keys(
+      p.config, p.hook, plugin_, iso.on_crash.value_or(CrashPolicy::restart), keys.plugin_params);
   try {
-    check_param_texts(plugin_, p.hook.params);
-    p.params = resolve_params(plugin_, p.hook.name, p.hook.params);
+    check_param_texts(plugin_, keys.plugin_params);
+    p.params = resolve_params(plugin_, p.hook.name, keys.plugin_params);
   } catch (const ConfigError& e) {
     throw ConfigError(p.config.where(p.hook, e.key()) + e.what(), e.key());
   }
-  const IsolationConfig& iso = p.hook.isolation;
+  p.settings.step_filter = keys.filter;
+  p.settings.step_filter.cadence_every_n_steps = declared_cadence(plugin_, p.params);
   p.isolation = iso.isolation.value_or(Isolation::in_process);
   p.call_timeout = std::chrono::milliseconds(iso.call_timeout_ms.value_or(0));
   p.memory_limit_mb = iso.memory_limit_mb.value_or(0);
