@@ -452,13 +452,13 @@ NoteReadResult parse_note_descriptor(std::span<const std::byte> descriptor) {
   if (have_cadence) {
     const ParamSpec* p = m.find_param(m.cadence_param);
     if (!p || p->type != HH_PARAM_TYPE_INT)
-      return fail(
-          "bad cadence in the hookhost note: line " + std::to_string(cadence_line) +
-          " says cadence.every_n_steps=" + printable(m.cadence_param) + ", but " +
-          (p ? "parameter '" + p->name + "' is a " + param_type_name(p->type) + ", not an integer (INT)"
-             : std::string("the plugin declares no parameter of that name")) +
-          " — fix the plugin's HH_PLUGIN_CADENCE (HH_CADENCE_EVERY_N_STEPS names one of "
-          "its INT parameters), or the cadence line of HH_PLUGIN_NOTE, and rebuild it");
+      return fail("bad cadence in the hookhost note: line " + std::to_string(cadence_line) +
+                  " says cadence.every_n_steps=" + printable(m.cadence_param) + ", but " +
+                  (p ? "parameter '" + p->name + "' is a " + param_type_name(p->type) +
+                           ", not an integer (INT)"
+                     : std::string("the plugin declares no parameter of that name")) +
+                  " — fix the plugin's HH_PLUGIN_CADENCE (HH_CADENCE_EVERY_N_STEPS names one of "
+                  "its INT parameters), or the cadence line of HH_PLUGIN_NOTE, and rebuild it");
   }
   for (const NeedsParamLine& line : needs_param_lines) {
     if (std::string error = check_needs_param(line, m); !error.empty()) {

@@ -18,10 +18,6 @@ bool names_a_rank(std::string_view reason) {
   return digits > 0 && reason.substr(0, reason.size() - digits).ends_with(" (rank ");
 }
 
-}  // namespace
-
-namespace {
-
 enum class Ending : int64_t { failed = 0, stopped = 1, end_of_data = 2, none = 3 };
 
 }  // namespace

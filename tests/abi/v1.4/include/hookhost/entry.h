@@ -283,8 +283,8 @@ static inline const hh_param_value* hh_find_param(const hh_create_args* args, co
   static const hh_param_desc hh_plugin_params_[] = {                                      \
       PARAMS(HH_PARAM_DESC_){HH_PARAM_DESC_SIZE, 0, 0, NULL, NULL, NULL}};                \
   HH_NOTE_DEFINE_("id=" ID "\nversion=" VERSION "\ndescription=" DESCRIPTION              \
-                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE HH_PLUGIN_NEEDS HH_PLUGIN_MODE \
-                                      HH_PLUGIN_CADENCE)                                 \
+                  "\n" PARAMS(HH_PARAM_NOTE_) EXTRA_NOTE HH_PLUGIN_NEEDS HH_PLUGIN_MODE   \
+                      HH_PLUGIN_CADENCE)                                                  \
   HH_ENTRY_DECL_ HH_EXPORT const hh_plugin_entry hookhost_plugin_v1;                      \
   const hh_plugin_entry hookhost_plugin_v1 = {                                            \
       HH_PLUGIN_ENTRY_SIZE,                                                               \

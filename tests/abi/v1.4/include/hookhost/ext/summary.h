@@ -24,9 +24,10 @@ typedef struct hh_summary_service {
   uint32_t struct_size;
 
   /* Appends Event{wall_time=now, step, summary{value{tag, simple_value}}} to the event file of
-   * folder `dir` (from an observer's call, wall_time is the time its step ran, since 1.4). The file is created on first use, named
-   * events.out.tfevents.<seconds>.<hostname>, and starts with Event{file_version="brain.Event:2"}.
-   * `tag` is non-empty UTF-8, at most HH_MAX_TAG_LENGTH bytes. [thread-safe] */
+   * folder `dir` (from an observer's call, wall_time is the time its step ran, since 1.4). The file
+   * is created on first use, named events.out.tfevents.<seconds>.<hostname>, and starts with
+   * Event{file_version="brain.Event:2"}. `tag` is non-empty UTF-8, at most HH_MAX_TAG_LENGTH bytes.
+   * [thread-safe] */
   hh_status (*add_scalar)(const hh_host* host, const char* dir, const char* tag, double value,
                           int64_t step, hh_error* err);
 
