@@ -51,7 +51,8 @@ enum Kind : int64_t {
   kInProcessHook = 1,
   kInProcessObserver = 2,
   kSandboxedObserver = 3,
-  kSlowObserver = 4,  // after_run takes 1 ms; queue = 64, policy = skip
+  kSlowObserver = 4,   // after_run takes 1 ms; queue = 64, policy = skip
+  kSandboxedHook = 5,  // the sandboxed no-op hook on the step
 };
 
 std::unique_ptr<Runtime> make_runtime(Session& session, int64_t kind) {
@@ -62,7 +63,7 @@ std::unique_ptr<Runtime> make_runtime(Session& session, int64_t kind) {
   if (kind == kNone) return rt;
   HookSettings settings;
   settings.instance_name = "hook";
-  settings.observer.enabled = kind != kInProcessHook;
+  settings.observer.enabled = kind != kInProcessHook && kind != kSandboxedHook;
   auto plugin = kind == kSlowObserver ? hookhost::bench::bench_plugin("bench_slow")
                                       : hookhost::bench::noop_plugin();
   std::multimap<std::string, std::string> raw;
@@ -73,7 +74,8 @@ std::unique_ptr<Runtime> make_runtime(Session& session, int64_t kind) {
     raw.emplace("fetch", "loss");  // an observer that reads the loss, as loggers do
   }
   const ResolvedParams params = resolve_params(plugin->metadata(), "hook", raw);
-  if (kind != kSandboxedObserver) {
+  if (kind == kSandboxedObserver) settings.observer.queue = 64;
+  if (kind != kSandboxedObserver && kind != kSandboxedHook) {
     rt->add_hook(plugin, settings, params);
     return rt;
   }
@@ -104,9 +106,9 @@ void BM_ObserverStep(benchmark::State& state) {
     state.counters["delivered"] = static_cast<double>(reports[0].callbacks.at("after_run").calls);
   }
 }
-// A sandboxed observer's worker makes two round trips per step (before_run, after_run), each tens
-// of microseconds on two busy cores: its step is long enough for the worker to keep up, as the
-// goal is what the training thread pays, not how long the queue holds out.
+// A sandboxed observer's worker sends one message per step to its runner, tens of microseconds on
+// two busy cores: its step is long enough for the worker to keep up, as the goal is what the
+// training thread pays, not how long the queue holds out (BM_SandboxedThroughput times that).
 BENCHMARK(BM_ObserverStep)
     ->UseRealTime()
     ->ArgNames({"kind", "step_us"})
@@ -117,6 +119,26 @@ BENCHMARK(BM_ObserverStep)
     ->Args({kNone, 500})
     ->Args({kInProcessHook, 500})
     ->Args({kSandboxedObserver, 500});
+
+// How many steps a sandboxed observer takes per second when the step itself costs nothing (its
+// queue full, policy = block, the drain at close counted): what its worker spends per step, one
+// message to its runner, against the same hook on the step (three round trips: before_run, its
+// add_fetch, after_run).
+void BM_SandboxedThroughput(benchmark::State& state) {
+  TimedStepSession session(std::chrono::nanoseconds(0));
+  auto rt = make_runtime(session, state.range(0));
+  if (!rt->start()) {
+    state.SkipWithError("the runtime did not start");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(rt->run());
+  rt->close();  // every queued step reaches the observer inside the timed run
+}
+BENCHMARK(BM_SandboxedThroughput)
+    ->UseRealTime()
+    ->ArgName("kind")
+    ->Arg(kSandboxedHook)
+    ->Arg(kSandboxedObserver);
 
 void report_goals(const hookhost::bench::TimesReporter& t) {
   std::printf("\n");
@@ -139,6 +161,15 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
       none_500, hook_500, sandboxed);
   if (hook_500 > 0 && sandboxed >= 0)
     hookhost::bench::report_goal("sandboxed_observer_x_inprocess_hook", sandboxed / hook_500, 2.0);
+  const double on_step = t.ns("BM_SandboxedThroughput/kind:5/real_time"),
+               behind = t.ns("BM_SandboxedThroughput/kind:3/real_time");
+  if (on_step > 0 && behind > 0) {
+    std::printf(
+        "observers: a sandboxed no-op hook fetching loss, ns per zero-length step: on the step "
+        "%.0f, as an observer (its worker's pace) %.0f\n",
+        on_step, behind);
+    hookhost::bench::report_goal("sandboxed_observer_pace_x_on_step", behind / on_step, 0.6);
+  }
   if (slow >= 0 && none >= 0)
     hookhost::bench::report_goal("slow_observer_added_ns_per_step", std::max(0.0, slow - none),
                                  2000);

@@ -195,6 +195,81 @@ TEST_F(ObserverJob, ASandboxedObserverGetsEveryStepInOrder) {
   EXPECT_THAT(trace(), HasSubstr("obs end outcome=completed"));
 }
 
+// A sandboxed observer's step is one message: its runner calls after_run without a second
+// request from the host. Each call still sees its own live step, and the names its before_run asks
+// for are the host's to check, also when the runner answers a known name itself.
+TEST_F(ObserverJob, ASandboxedObserversOneMessageStepSeesEachCallsLiveStep) {
+  const ProcessResult r =
+      run("isolation = process\nmode = observe\nqueue = 4\nfetch = loss, weights, bias");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string text = trace();
+  for (int step = 0; step < 20; ++step) {
+    const std::string gs = std::to_string(step);
+    EXPECT_THAT(text, HasSubstr("obs before_run gs=" + gs + " live=" + gs + " "));
+    EXPECT_THAT(text, HasSubstr("obs after_run gs=" + gs + " live=" + std::to_string(step + 1)));
+  }
+  EXPECT_THAT(steps_of("after_run"), ElementsAreArray(range(0, 20)));
+}
+
+// The observers of one isolation group share one worker, which takes the oldest queued step of
+// its lanes next: their runner gets the steps in step order, whichever observer is slower (with a
+// worker each, the faster one would run ahead while the slower one holds the runner).
+TEST_F(ObserverJob, ObserversOfAnIsolationGroupShareAWorkerThatKeepsStepOrder) {
+  const std::string shared_trace = (dir_ / "obs.txt").string();
+  const ProcessResult r =
+      run("isolation = process\nisolation_group = g\nmode = observe\nqueue = 8\nfetch = loss\n"
+          "after_run_sleep_ms = 2",
+          5, "",
+          "\n[hook.obs2]\nplugin = scripted\nisolation = process\nisolation_group = g\n"
+          "mode = observe\nqueue = 8\nfetch = weights\ntrace = " +
+              shared_trace + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string text = trace();
+  const std::regex line("(obs2?) after_run gs=(\\d+)");
+  std::vector<std::string> order;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it)
+    order.push_back((*it)[1].str() + "@" + (*it)[2].str());
+  std::vector<std::string> expected;
+  for (int step = 0; step < 20; ++step) {
+    // Step 0's before_run runs on the training thread for each, in the configuration's order.
+    expected.push_back("obs@" + std::to_string(step));
+    expected.push_back("obs2@" + std::to_string(step));
+  }
+  EXPECT_THAT(order, ElementsAreArray(expected)) << text;
+}
+
+class LostObserverRunner : public ObserverJob, public ::testing::WithParamInterface<const char*> {};
+
+// The runner dies in before_run or in after_run of one message: the failure names that call and
+// its step, and the restarted hook goes on to the last step.
+TEST_P(LostObserverRunner, IsNamedWithTheCallItWasInAndItsStep) {
+  const std::string callback = GetParam();
+  const ProcessResult r =
+      run("isolation = process\nmode = observe\nfetch = loss\nkill_in = " + callback +
+          "\nkill_at_step = 6\nkill_by_context_step = true\nkill_marker = " +
+          (dir_ / "killed").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_TRUE(fs::exists(dir_ / "killed"));
+  EXPECT_THAT(r.out, AllOf(HasSubstr("in " + callback + " at global step 6"),
+                           HasSubstr("on_crash=restart: restarting it (1 of 3)")));
+  EXPECT_THAT(r.out, Not(HasSubstr(std::string("in ") +
+                                   (callback == "after_run" ? "before_run" : "after_run") +
+                                   " at global step 6")));
+  const std::vector<int> delivered = steps_of("after_run");
+  ASSERT_FALSE(delivered.empty());
+  EXPECT_EQ(delivered.back(), 19);
+  // Every step reached it at most once, in order, and those before the loss all did.
+  EXPECT_TRUE(std::is_sorted(delivered.begin(), delivered.end())) << trace();
+  EXPECT_EQ(std::adjacent_find(delivered.begin(), delivered.end()), delivered.end()) << trace();
+  ASSERT_GE(delivered.size(), 6u);
+  EXPECT_THAT(std::vector<int>(delivered.begin(), delivered.begin() + 6),
+              ElementsAreArray(range(0, 6)));
+}
+
+INSTANTIATE_TEST_SUITE_P(BeforeAndAfterRun, LostObserverRunner,
+                         ::testing::Values("before_run", "after_run"));
+
 TEST_F(ObserverJob, ObserversInAnIsolationGroupWithAnOrdinaryHookTakeTurnsInTheRunner) {
   const std::string others =
       "\n[hook.obs2]\nplugin = scripted\nisolation = process\nisolation_group = g\n"

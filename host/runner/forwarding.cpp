@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -262,6 +263,32 @@ const hh_host kForwardedHost = [] {
   return host;
 }();
 const hh_run_request kForwardedRequest = forwarded_table(RunRequestFunctions{});
+
+// add_fetch of an observer's before_run in an observe message: a name the host accepted before
+// is answered here, without a round trip; any other goes to the host, and what it accepts is kept.
+hh_status add_fetch_remembering(hh_run_request* request, const char* name) {
+  auto* instance = request ? static_cast<Instance*>(request->host_data) : nullptr;
+  const bool observing = instance && instance->magic == Instance::kMagic &&
+                         &instance->request == request && instance->observing &&
+                         instance->request_open && t_in_call && name;
+  if (!observing) return kForwardedRequest.add_fetch(request, name);
+  const std::string_view text = sandbox::bounded_c_text(name, HH_MAX_NAME_LENGTH);
+  const bool bounded = text.size() <= HH_MAX_NAME_LENGTH;
+  auto remember = [&] {
+    if (std::find(instance->asked.begin(), instance->asked.end(), text) == instance->asked.end())
+      instance->asked.emplace_back(text);
+  };
+  if (bounded && instance->accepted_fetches.contains(text)) {
+    remember();
+    return HH_OK;
+  }
+  const hh_status status = kForwardedRequest.add_fetch(request, name);
+  if (status == HH_OK && bounded) {
+    instance->accepted_fetches.emplace(text);
+    remember();
+  }
+  return status;
+}
 const ForwardedServices kForwardedServices = forwarded_services(BuiltinServices{});
 
 }  // namespace
@@ -270,6 +297,7 @@ Instance::Instance()
     : host(kForwardedHost), request(kForwardedRequest), service_tables(kForwardedServices) {
   host.host_data = this;
   request.host_data = this;
+  request.add_fetch = &add_fetch_remembering;
 }
 
 std::optional<std::vector<std::byte>> call_host(const Instance& instance, const Writer& request) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -51,6 +52,12 @@ struct Instance {
   hh_host host{};
   hh_run_request request{};
   bool request_open = false;  // during before_run, on the main thread
+  // An observer's step in one message (MessageType::observe): the names its before_run asks for
+  // are collected in `asked`, and a name the host accepted once is not sent to it again (the
+  // host's check of a fetch name depends on the name and the job's workload only).
+  bool observing = false;
+  std::vector<std::string> asked;
+  std::set<std::string, std::less<>> accepted_fetches;
   ForwardedServices service_tables;
 
   hh_hook* hook = nullptr;

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -97,6 +98,7 @@ class Runner {
         case MessageType::load: reply_type = load(message, reply); break;
         case MessageType::create: reply_type = create(message, reply); break;
         case MessageType::call: reply_type = call(message, reply); break;
+        case MessageType::observe: reply_type = observe(message, reply); break;
         case MessageType::map_values: reply_type = map_values(message, reply); break;
         case MessageType::destroy: reply_type = destroy(message, reply); break;
         case MessageType::shutdown:
@@ -270,6 +272,8 @@ class Runner {
       what = describe_current_exception("the plugin");
     }
     leave_plugin();
+    last_call_went_on_ =
+        end == CallEnd::returned && (status == HH_OK || status == HH_STOP_REQUESTED);
     reply.put<uint8_t>(static_cast<uint8_t>(end));
     reply.put<int32_t>(status);
     reply.put<int32_t>(err_.code);
@@ -365,6 +369,74 @@ class Runner {
     die(kExitProtocol, "malformed call message");
   }
 
+  // An observer's step: its before_run (unless the host ran it, then the names it asked for come
+  // with the message), then its after_run with the values it asked for, without waiting for the
+  // host in between. before_run's call_result goes out as soon as it returns, with the names it
+  // asked for; the observed reply says whether after_run ran (not after a failed before_run, nor
+  // when a name it asked for is not among the values) and how it ended.
+  MessageType observe(const Message& message, Writer& reply) {
+    Instance& inst = instance(message.instance);
+    Reader in(message.payload);
+    const bool call_before = in.get<uint8_t>() != 0;
+    const hh_run_context before_ctx = read_context(in);
+    const hh_run_context after_ctx = read_context(in);
+    std::vector<std::string> given;
+    if (!call_before) {
+      const auto count = in.get<uint32_t>();
+      for (uint32_t i = 0; i < count && !in.failed(); ++i) given.emplace_back(in.get_bytes());
+    }
+    std::string problem;
+    const hh_run_values values = read_values(in, &problem);
+    if (!in.complete()) die(kExitProtocol, "malformed observe message");
+    const std::vector<std::string>* asked = &given;
+    bool go_on = true;
+    if (call_before) {
+      Writer returned;
+      if (!problem.empty()) {
+        run_call(returned, inst.id,
+                 [&](hh_error* e) { return hh_fail(e, HH_ERROR_FATAL, problem.c_str()); });
+        go_on = false;
+      } else {
+        inst.asked.clear();
+        inst.observing = inst.request_open = true;
+        call_hook(returned, inst, inst.before_run, &before_ctx, &inst.request);
+        inst.observing = inst.request_open = false;
+        go_on = last_call_went_on_;
+      }
+      returned.put<uint32_t>(static_cast<uint32_t>(inst.asked.size()));
+      for (const std::string& name : inst.asked) returned.put_text(name);
+      if (connection().main.send(MessageType::call_result, inst.id, returned.bytes()) !=
+          ChannelStatus::ok)
+        ::_exit(0);  // the host is gone
+      asked = &inst.asked;
+    }
+    picked_.clear();
+    for (const std::string& name : *asked) {
+      const auto it = std::find_if(views_.begin(), views_.end(),
+                                   [&](const hh_tensor& t) { return name == t.name; });
+      if (it == views_.end()) {
+        go_on = false;  // the host tells the hook why
+        break;
+      }
+      picked_.push_back(*it);
+    }
+    if (!call_before && !problem.empty()) {
+      reply.put<uint8_t>(1);
+      run_call(reply, inst.id,
+               [&](hh_error* e) { return hh_fail(e, HH_ERROR_FATAL, problem.c_str()); });
+      return MessageType::observed;
+    }
+    go_on = go_on && problem.empty() && inst.after_run;
+    reply.put<uint8_t>(go_on ? 1 : 0);
+    if (go_on) {
+      hh_run_values mine = values;
+      mine.count = static_cast<uint32_t>(picked_.size());
+      mine.tensors = picked_.empty() ? nullptr : picked_.data();
+      call_hook(reply, inst, inst.after_run, &after_ctx, &mine);
+    }
+    return MessageType::observed;
+  }
+
   // Views into the read-only arena for an after_run; every offset is checked against its size.
   hh_run_values read_values(Reader& in, std::string* problem) {
     const auto count = in.get<uint32_t>();
@@ -447,6 +519,8 @@ class Runner {
   std::map<uint32_t, std::unique_ptr<Instance>> instances_;
   hh_error err_{};
   std::vector<hh_tensor> views_;
+  std::vector<hh_tensor> picked_;   // an observer's values, by the names it asked for
+  bool last_call_went_on_ = false;  // the last run_call returned HH_OK or HH_STOP_REQUESTED
   const std::byte* arena_ = nullptr;
   size_t arena_size_ = 0;
 };

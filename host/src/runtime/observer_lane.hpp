@@ -1,12 +1,15 @@
-// An observer's worker (HookSettings::observer): a thread of its own that makes the observer's
-// before_run and after_run calls behind the step, from a bounded queue of steps the training thread
-// fills. The calls go through the hook's dispatcher, so an in-process and a sandboxed observer are
-// called alike. What a call returns is kept for the training thread, which applies the hook's
-// policies at its next step boundary (StepEngine::settle_observer): the worker itself only decides
-// whether it goes on delivering.
+// An observer's lane (HookSettings::observer): the bounded queue of steps the training thread
+// fills for it, and a worker thread that makes the observer's before_run and after_run calls
+// behind the step. A worker serves one lane, or every observer lane of one isolation group (their
+// calls reach one runner one at a time anyway): it takes the oldest queued step of its lanes next,
+// so the group's runner gets them in step order. The calls go through the hook's dispatcher, so an
+// in-process and a sandboxed observer are called alike (a sandboxed one's step in one message,
+// observed_exchange.hpp). What a call returns is kept for the training thread, which applies the
+// hook's policies at its next step boundary (StepEngine::settle_observer): the worker itself only
+// decides whether it goes on delivering.
 // Thread rules: the functions under "training thread" are the training thread's; the worker
 // touches the slot's request, fetches and dispatcher only while it runs a call, and the training
-// thread touches them only while the worker is idle (the first before_run, restarts, end).
+// thread touches them only while the lane is idle (the first before_run, restarts, end).
 #pragma once
 
 #include <spdlog/logger.h>
@@ -30,6 +33,8 @@
 
 namespace hookhost {
 
+class ObservedExchange;
+
 // One step as its observer will see it.
 struct ObservedStep {
   hh_run_context before_ctx{};  // as its before_run would have seen it
@@ -38,7 +43,8 @@ struct ObservedStep {
   // Its before_run already ran on the training thread (the observer's first step), asking `asked`.
   bool before_done = false;
   std::vector<std::string> asked;
-  TensorMap values;  // copies of what it fetched at this step
+  TensorMap values;       // copies of what it fetched at this step
+  uint64_t sequence = 0;  // queued order among the lanes of its worker
 };
 
 // A call that did not return HH_OK, for the training thread to handle.
@@ -48,9 +54,41 @@ struct ObserverOutcome {
   int64_t step;
 };
 
+class ObserverLane;
+
+// The thread that delivers the steps of one or more lanes, and the lock they share.
+class ObserverWorker {
+ public:
+  ObserverWorker() = default;
+  ~ObserverWorker();  // joins the thread (every lane has left)
+  ObserverWorker(const ObserverWorker&) = delete;
+  ObserverWorker& operator=(const ObserverWorker&) = delete;
+
+ private:
+  friend class ObserverLane;
+  void work();
+  // The lane whose next step was queued first, or nullptr (under mutex_).
+  ObserverLane* next_lane() const;
+  void join(ObserverLane* lane);   // under mutex_; starts the thread with its first lane
+  void leave(ObserverLane* lane);  // under mutex_
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_;  // the thread waits for a step
+  std::condition_variable changed_;     // the training thread waits for room, a drain or a halt
+  std::vector<ObserverLane*> lanes_;
+  uint64_t next_sequence_ = 0;
+  bool waiting_ = false;  // polling or parked
+  bool parked_ = false;   // waits until woken
+  bool quit_ = false;
+  std::thread thread_;
+};
+
 class ObserverLane {
  public:
-  ObserverLane(Slot& slot, std::shared_ptr<spdlog::logger> log);
+  // `worker`: the worker it shares with the other observers of its isolation group, or nullptr
+  // for a worker of its own.
+  ObserverLane(Slot& slot, std::shared_ptr<spdlog::logger> log,
+               std::shared_ptr<ObserverWorker> worker = nullptr);
   ~ObserverLane();  // shutdown()
   ObserverLane(const ObserverLane&) = delete;
   ObserverLane& operator=(const ObserverLane&) = delete;
@@ -88,7 +126,8 @@ class ObserverLane {
   bool halted() const;
   void resume();
   void stop_delivering();
-  // Joins the worker; what waits is dropped. The counts stay readable.
+  // Leaves the worker once its running call (if any) returns, joining the worker's thread when it
+  // was the last lane; what waits is dropped. The counts stay readable.
   void shutdown();
 
   // --- any thread ---
@@ -100,17 +139,30 @@ class ObserverLane {
   const RunningCall& running() const { return running_; }
 
  private:
-  void work();
+  friend class ObserverWorker;
   void deliver(ObservedStep& step);
+  bool deliverable() const { return !queue_.empty() && !halted_ && !stopped_ && !quit_; }
+  // Both calls in one exchange with the hook's runner (a sandboxed hook).
+  void deliver_in_one_exchange(ObservedStep& step, ObservedExchange& exchange, bool wants_before);
+  // What a before_run returned, with the request it made: false when after_run must not follow.
+  bool settle_before_run(CallResult& r, std::vector<std::string>& asked, int64_t global_step);
+  // The values `asked` names into views_: false (said) when one is missing or on a device the
+  // hook does not take.
+  bool pick_values(const ObservedStep& step, const std::vector<std::string>& asked);
   // `live_step`: what hh_host.global_step tells the hook during the call.
   template <typename Fn>
   CallResult call(Callback callback, int64_t step, int64_t live_step, int64_t wall_ns, Fn&& fn);
+  void enter_call(Callback callback, int64_t step, int64_t live_step, int64_t wall_ns);
+  void switch_call(Callback callback, int64_t live_step);  // before_run returned, after_run runs
+  void leave_call();
+  void count_call(Callback callback, std::chrono::steady_clock::time_point since);
   // Records an outcome; decides whether the worker goes on (under mutex_).
   void post(Callback callback, CallResult result, int64_t step);
 
   Slot& slot_;
   std::shared_ptr<spdlog::logger> log_;
   RunningCall running_;  // the worker's call, for the request checks and crash blame
+  const HostServices* previous_call_ = nullptr;  // t_current_call around the worker's call
 
   // Training thread only.
   bool request_known_ = false;
@@ -118,15 +170,15 @@ class ObserverLane {
   std::vector<std::string> fetches_;
   uint64_t fetches_version_seen_ = 0;
 
-  mutable std::mutex mutex_;
-  std::condition_variable work_ready_;  // the worker waits for a step
-  std::condition_variable changed_;     // the training thread waits for room, a drain or a halt
+  std::shared_ptr<ObserverWorker> worker_;
+  std::mutex& mutex_;  // the worker's
   // The queue: a ring of `queue` steps allocated once, so queuing a step allocates nothing.
   class StepRing {
    public:
     explicit StepRing(std::size_t capacity) : items_(std::max<std::size_t>(1, capacity)) {}
     std::size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
+    const ObservedStep& front() const { return items_[head_]; }
     void push_back(ObservedStep&& step) {
       items_[(head_ + size_++) % items_.size()] = std::move(step);
     }
@@ -146,13 +198,11 @@ class ObserverLane {
     std::size_t size_ = 0;
   };
   StepRing queue_;
-  bool busy_ = false;            // the worker is delivering a step
-  bool worker_waiting_ = false;  // polling or parked
-  bool worker_parked_ = false;   // waits until woken
+  bool busy_ = false;  // the worker is delivering a step of this lane
   bool producer_waiting_ = false;
   bool halted_ = false;   // the runner was lost: nothing is delivered until resume()
   bool stopped_ = false;  // the hook gets no more calls
-  bool quit_ = false;
+  bool quit_ = false;     // shut down: it has left its worker
   std::vector<ObserverOutcome> outcomes_;
   std::vector<std::string> asked_;  // every name asked for, grown by the worker
   uint64_t asked_version_ = 0;
@@ -162,7 +212,6 @@ class ObserverLane {
   std::atomic<uint64_t> unfetched_{0};
   bool warned_unfetched_ = false;  // worker only
   std::vector<hh_tensor> views_;   // worker only
-  std::thread worker_;
 };
 
 }  // namespace hookhost

@@ -1,8 +1,12 @@
-// Observers (HookSettings::observer) as the training thread sees them: each has a worker
-// (observer_lane.hpp) that calls it behind the step; here the step's values are copied and queued,
+// Observers (HookSettings::observer) as the training thread sees them: each has a lane and a
+// worker (observer_lane.hpp; the observers of one isolation group share one) that calls it behind
+// the step; here the step's values are copied and queued,
 // and what its calls returned is handled at the step boundary with the step it concerns.
 #include <chrono>
+#include <map>
+#include <memory>
 
+#include "runtime/observed_exchange.hpp"
 #include "runtime/observer_lane.hpp"
 #include "runtime/step_engine.hpp"
 
@@ -13,10 +17,18 @@ const char* when_full_name(ObserverSettings::WhenFull when_full) {
 }
 
 void StepEngine::start_observers() {
+  // The observers living in one runner (an isolation group) share a worker.
+  std::map<const void*, std::shared_ptr<ObserverWorker>> runner_workers;
   for (const auto& sp : slots_) {
     Slot& slot = *sp;
     if (!slot.settings.observer.enabled) continue;
-    slot.lane.reset(new ObserverLane(slot, log_));
+    std::shared_ptr<ObserverWorker> worker;
+    if (const auto* exchange = dynamic_cast<const ObservedExchange*>(slot.dispatch.get())) {
+      std::shared_ptr<ObserverWorker>& shared = runner_workers[exchange->runner()];
+      if (!shared) shared = std::make_shared<ObserverWorker>();
+      worker = shared;
+    }
+    slot.lane.reset(new ObserverLane(slot, log_, std::move(worker)));
     // Without a before_run it asks for nothing, and nothing needs learning on the step.
     if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->fetch_nothing();
     observer_slots_.push_back(&slot);

@@ -13,6 +13,7 @@
 #include "runner_group.hpp"
 #include "runtime/call_result.hpp"
 #include "runtime/create_verdict.hpp"
+#include "runtime/observed_exchange.hpp"
 #include "services/service.hpp"
 #include "shared_values.hpp"
 #include "support/find_on_path.hpp"
@@ -84,7 +85,7 @@ void refuse_embedder_services(const hh_host& host, const std::string& where) {
                     "RuntimeOptions::services");
 }
 
-class ProcessDispatchImpl final : public ProcessDispatch {
+class ProcessDispatchImpl final : public ProcessDispatch, public ObservedExchange {
  public:
   ProcessDispatchImpl(const LoadedPlugin& plugin, const std::string& instance_name,
                       const ResolvedParams& params, const hh_host& host,
@@ -240,6 +241,78 @@ class ProcessDispatchImpl final : public ProcessDispatch {
     return call(w, nullptr, deadline);
   }
 
+  const void* runner() const override { return group_.get(); }
+
+  // One observe message (protocol.hpp): before_run's call_result comes first, with the names it
+  // asked for, which are added to the host's request here; then the observed reply.
+  ObservedResults observe_step(const ObservedCalls& calls) override {
+    std::lock_guard lock(group_->calls_mutex());
+    ObservedResults out;
+    const bool call_before = calls.before != nullptr;
+    // What ends the exchange early is the first call's outcome.
+    auto fail = [&](CallResult r) {
+      (call_before && !out.before_called ? out.before_called : out.after_called) = true;
+      (out.after_called ? out.after : out.before) = std::move(r);
+      return out;
+    };
+    if (const auto lost = check_runner()) return fail(*lost);
+    if (const std::string problem = group_->side_channel_problem(); !problem.empty())
+      return fail(broke_protocol(problem));
+    Writer w;
+    w.put<uint8_t>(call_before ? 1 : 0);
+    put_context(w, call_before ? *calls.before : calls.after);
+    put_context(w, calls.after);
+    if (!call_before) {
+      w.put<uint32_t>(static_cast<uint32_t>(calls.asked->size()));
+      for (const std::string& name : *calls.asked) w.put_text(name);
+    }
+    Clock::time_point deadline = call_deadline();
+    std::string failure;
+    bool runner_lost = false;
+    const auto placements =
+        group_->place_values(id_, calls.values, deadline, &failure, &runner_lost);
+    if (!placements) {
+      if (!runner_lost) return fail(CallResult{HH_ERROR, 0, failure});
+      lost_ = true;
+      lost_message_ = failure;
+      return fail(lose_call());
+    }
+    put_placements(w, *placements);
+    const RunnerGroup::Interim before_returned = [&](const Message& message,
+                                                     Clock::time_point& next_deadline) {
+      if (!call_before || out.before_called) return false;
+      Reader in(message.payload);
+      std::optional<CallResult> result = read_returned(in);
+      const auto count = in.get<uint32_t>();
+      std::vector<std::string> asked;
+      for (uint32_t i = 0; i < count && !in.failed(); ++i) asked.emplace_back(in.get_bytes());
+      if (!result || !in.complete()) return false;
+      out.before_called = true;
+      out.before = std::move(*result);
+      // The host checks each name as if the plugin had called add_fetch here: a runner cannot
+      // make the job fetch what the workload does not have.
+      for (const std::string& name : asked) calls.request->add_fetch(calls.request, name.c_str());
+      if (calls.before_returned) calls.before_returned(out.before);
+      next_deadline = call_deadline();
+      return true;
+    };
+    Message reply;
+    if (!exchange(MessageType::observe, w.bytes(), MessageType::observed, reply, calls.request,
+                  deadline, nullptr, -1, &before_returned))
+      return fail(lose_call());
+    if (call_before && !out.before_called)
+      return fail(broke_protocol("an observed reply without before_run's call_result"));
+    Reader in(reply.payload);
+    const bool after_called = in.get<uint8_t>() != 0;
+    std::optional<CallResult> after;
+    if (after_called) after = read_returned(in);
+    if (!in.complete() || (after_called && !after))
+      return fail(broke_protocol("a malformed observed reply"));
+    out.after_called = after_called;
+    if (after) out.after = std::move(*after);
+    return out;
+  }
+
   CallResult end(const hh_end_info& info) override {
     std::lock_guard calls(group_->calls_mutex());
     Writer w;
@@ -349,8 +422,10 @@ class ProcessDispatchImpl final : public ProcessDispatch {
 
   bool exchange(MessageType type, std::span<const std::byte> payload, MessageType expected,
                 Message& reply, hh_run_request* request, Clock::time_point deadline,
-                const char* during, int attach = -1) {
-    if (group_->exchange(id_, type, payload, expected, reply, request, deadline, during, attach))
+                const char* during, int attach = -1,
+                const RunnerGroup::Interim* interim = nullptr) {
+    if (group_->exchange(id_, type, payload, expected, reply, request, deadline, during, attach,
+                         interim))
       return true;
     lost_ = true;
     lost_message_ = group_->lost_message();
@@ -374,16 +449,22 @@ class ProcessDispatchImpl final : public ProcessDispatch {
                   deadline, nullptr))
       return lose_call();
     Reader in(reply.payload);
+    std::optional<CallResult> result = read_returned(in);
+    if (!in.complete() || !result) return broke_protocol("a malformed call_result");
+    return std::move(*result);
+  }
+
+  // The fields of a call_result at `in`'s position, in the in-process tier's words for each
+  // outcome (inprocess_dispatch.cpp); nothing when they are malformed.
+  static std::optional<CallResult> read_returned(Reader& in) {
     const auto end = static_cast<CallEnd>(in.get<uint8_t>());
     const auto status = in.get<int32_t>();
     const auto code = in.get<int32_t>();
     const std::string_view text = in.get_bytes();
-    if (!in.complete() || text.size() > HH_ERROR_MESSAGE_SIZE)
-      return broke_protocol("a malformed call_result");
-    // The in-process tier's words for each outcome (inprocess_dispatch.cpp).
+    if (in.failed() || text.size() > HH_ERROR_MESSAGE_SIZE) return std::nullopt;
     CallResult result;
     switch (end) {
-      case CallEnd::returned: break;
+      case CallEnd::returned: return returned_result(status, code, text);
       case CallEnd::exception:
         // The runner words it as the in-process tier does (runtime/exception_text.hpp).
         result.status = HH_ERROR;
@@ -393,9 +474,8 @@ class ProcessDispatchImpl final : public ProcessDispatch {
         result.status = HH_ERROR;
         result.message = "unknown exception escaped the plugin";
         return result;
-      default: return broke_protocol("a call_result with an unknown ending");
     }
-    return returned_result(status, code, text);
+    return std::nullopt;
   }
 
   const hh_host& host_;

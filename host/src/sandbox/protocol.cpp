@@ -11,12 +11,14 @@ const char* message_type_name(MessageType type) {
     case MessageType::destroy: return "destroy";
     case MessageType::shutdown: return "shutdown";
     case MessageType::service_reply: return "service_reply";
+    case MessageType::observe: return "observe";
     case MessageType::loaded: return "loaded";
     case MessageType::created: return "created";
     case MessageType::call_result: return "call_result";
     case MessageType::values_mapped: return "values_mapped";
     case MessageType::destroyed: return "destroyed";
     case MessageType::service_request: return "service_request";
+    case MessageType::observed: return "observed";
     case MessageType::echo: return "echo";
   }
   return "unknown";

@@ -15,6 +15,11 @@
 //                                                                    text message
 //   map_values u64 size, u64 generation + one fd         values_mapped u8 ok, u64 base address,
 //                                                                   text error
+//   observe   u8 call before_run, 2 contexts (before,   call_result (before_run's, when it was
+//             after), [u32 n, n names it asked for       called: sent as soon as it returns) +
+//             when before_run is not called], values    u32 n, n names it asked for; then
+//             as after_run's                             observed    u8 after_run called, its
+//                                                                    call_result fields if so
 //   destroy                                              destroyed   text error
 //   shutdown  (no reply: the runner exits 0)
 //   service_reply  the answer to a service_request (the runner asked during one of the above)
@@ -23,7 +28,7 @@
 // all (side channel, for plugin threads): service_request u16 op, arguments; answered by one
 // service_reply. The host validates each argument as it would a plugin's, through the real hh_host.
 // Protocol 5: every forwarded function is one op with its row's codecs (rank, world_size and
-// is_chief each have their own).
+// is_chief each have their own). Protocol 6: observe (an observer's step in one message).
 #pragma once
 
 #include <cstddef>
@@ -41,7 +46,7 @@
 namespace hookhost::sandbox {
 
 inline constexpr uint32_t kFrameMagic = 0x42534848;  // "HHSB" in memory order
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 
 // A frame fits the default AF_UNIX send buffer (212992 bytes); a longer message is cut into
 // frames. A message is never longer than kMaxMessageBytes: a larger one is refused unread.
@@ -65,6 +70,7 @@ enum class MessageType : uint16_t {
   destroy = 5,
   shutdown = 6,
   service_reply = 7,
+  observe = 8,
   // runner -> host
   loaded = 32,
   created = 33,
@@ -72,6 +78,7 @@ enum class MessageType : uint16_t {
   values_mapped = 35,
   destroyed = 36,
   service_request = 37,
+  observed = 38,
   // the benchmark's raw round trip
   echo = 100,
 };

@@ -308,7 +308,8 @@ const std::string& RunnerGroup::lose(ChannelStatus status, const char* during) {
 
 bool RunnerGroup::exchange(uint32_t id, MessageType type, std::span<const std::byte> payload,
                            MessageType expected, Message& reply, hh_run_request* request,
-                           Clock::time_point deadline, const char* during, int attach) {
+                           Clock::time_point deadline, const char* during, int attach,
+                           const Interim* interim) {
   if (!running() || !channel_) {
     if (!lost_) record_loss("is not running");
     return false;
@@ -349,6 +350,12 @@ bool RunnerGroup::exchange(uint32_t id, MessageType type, std::span<const std::b
       return false;
     }
     if (reply.type == expected) return true;
+    if (interim && reply.type == MessageType::call_result) {
+      if ((*interim)(reply, deadline)) continue;
+      broke_protocol("a call_result out of place, or malformed, in the middle of an observe",
+                     during);
+      return false;
+    }
     if (reply.type != MessageType::service_request) {
       broke_protocol(std::string("an unexpected ") + message_type_name(reply.type) + " message",
                      during);

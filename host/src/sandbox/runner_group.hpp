@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,9 +64,13 @@ class RunnerGroup {
   // Sends a request of member `id` and serves the runner's service requests (through that
   // member's hh_host, and `request` for add_fetch/add_feed) until the `expected` reply comes.
   // False when the runner was lost: lost_message() says how, naming what it was doing.
+  // `interim`, when given, takes each call_result that comes before the `expected` reply (an
+  // observe message's before_run) and may move the deadline; false: the runner broke the protocol.
+  using Interim = std::function<bool(const Message&, Clock::time_point& deadline)>;
   bool exchange(uint32_t id, MessageType type, std::span<const std::byte> payload,
                 MessageType expected, Message& reply, hh_run_request* request,
-                Clock::time_point deadline, const char* during, int attach = -1);
+                Clock::time_point deadline, const char* during, int attach = -1,
+                const Interim* interim = nullptr);
 
   // Copies `values` into the shared arena (mapping it in the runner when it is new) and returns
   // where each went. Nothing with *failure set when it failed: `runner_lost` says whether the
