@@ -1,5 +1,5 @@
 // The compatibility guard: plugins built against each frozen ABI's headers (tests/abi/v1.0/ to
-// v1.4/) run through full lifecycles in today's host, state saved and restored included. The 1.1
+// v1.5/) run through full lifecycles in today's host, state saved and restored included. The 1.1
 // and 1.2 C plugins also fail their begin unless hh.job/1 and hh.dist/1 are offered at their 1.1
 // sizes; the 1.2 ones declare needs, which change nothing unconfined.
 #include <gmock/gmock.h>
@@ -50,7 +50,7 @@ INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi,
                          ::testing::Values("frozen_v1_0_c", "frozen_v1_0_cxx", "frozen_v1_1_c",
                                            "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx",
                                            "frozen_v1_3_c", "frozen_v1_3_cxx", "frozen_v1_4_c",
-                                           "frozen_v1_4_cxx"));
+                                           "frozen_v1_4_cxx", "frozen_v1_5_c", "frozen_v1_5_cxx"));
 
 // ABI 1.4 gave the run context the step's wall time for calls behind the step: the 1.4 plugins,
 // run as observers, get it in every after_run (on the step they get 0, as the test above shows).
@@ -77,6 +77,57 @@ TEST(FrozenAbi1_4, ObserversGetTheStepsWallTime) {
                                         "after_run gs=1 values=1 loss=5 behind"))
         << id;
   }
+}
+
+// ABI 1.5 gave hh.steps/1 skip_until: the 1.5 plugins, asking each time to be called 3 steps later,
+// get before_run and after_run at steps 0, 3 and 6 of 8, on the step and behind it.
+TEST(FrozenAbi1_5, SkipUntilSkipsTheStepsTheHookDoesNotNeed) {
+  for (const char* id : {"frozen_v1_5_c", "frozen_v1_5_cxx"})
+    for (const bool observer : {false, true}) {
+      TempDir dir;
+      const fs::path trace = dir / "trace.txt";
+      {
+        PluginHarness h({}, {id});
+        h.workload.script().end_of_data_step = 8;
+        h.workload.script().values["loss"] = loss_of_ten_over_step;
+        auto plugin = h.plugin(id);
+        HookSettings settings{"every3"};
+        settings.observer.enabled = observer;
+        h.runtime().add_hook(plugin, settings,
+                             resolve_params(plugin->metadata(), "every3",
+                                            {{"trace", trace.string()}, {"every", "3"}}));
+        EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+        const auto reports = h.runtime().reports();
+        ASSERT_EQ(reports.size(), 1u);
+        EXPECT_EQ(reports[0].callbacks.at("after_run").calls, 3u) << id << observer;
+      }
+      std::vector<std::string> steps;
+      for (const auto& line : lines_of(read_file(trace)))
+        if (line.starts_with("after_run")) steps.push_back(line.substr(0, line.find(' ', 10)));
+      EXPECT_THAT(steps, ElementsAre("after_run gs=0", "after_run gs=3", "after_run gs=6"))
+          << id << " observer=" << observer;
+    }
+}
+
+// A new session clears a hook's skip_until: after a recovery the hook is called at the new
+// session's first step, whatever it asked before, and its own schedule goes on from there.
+TEST(FrozenAbi1_5, ANewSessionClearsSkipUntil) {
+  TempDir dir;
+  const fs::path trace = dir / "trace.txt";
+  PluginHarness h({}, {"frozen_v1_5_c"});
+  h.workload.script().end_of_data_step = 9;
+  h.workload.script().faults[5] = {{StepStatus::aborted, "a lost worker", false}};
+  h.add("every3", "frozen_v1_5_c", {{"trace", trace.string()}, {"every", "3"}});
+  EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+  std::vector<std::string> calls;
+  for (const auto& line : lines_of(read_file(trace)))
+    if (line.starts_with("after_run") || line.starts_with("after_create_session"))
+      calls.push_back(line.substr(0, line.find(' ', line.find(' ') + 1)));
+  // Step 3 asked for step 6; the recovery's session starts at global step 4 and calls it there.
+  EXPECT_THAT(calls,
+              ElementsAre("after_create_session creation=1", "after_run gs=0", "after_run gs=3",
+                          "after_create_session creation=2", "after_run gs=4", "after_run gs=7"))
+      << read_file(trace);
 }
 
 // A note written with HH_PLUGIN_NOTE beside a hand-built entry (no HH_PLUGIN_DEFINE) is discovered

@@ -122,8 +122,8 @@ int64_t embedder_last_step(const hh_host*) {
 hh_status embedder_publish(const hh_host*, int64_t) {
   return HH_OK;
 }
-const hh_steps_service kEmbedderSteps = {HH_STEPS_SERVICE_SIZE, &embedder_publish,
-                                         &embedder_last_step};
+const hh_steps_service kEmbedderSteps = {HH_STEPS_SERVICE_SIZE_1_0, &embedder_publish,
+                                         &embedder_last_step, nullptr};
 
 TEST(EmbedderServices, ASandboxedHookIsRefusedAtStartNamingTheServicesAndWhatToDo) {
   PluginHarness h({}, {"host_function_probe"});

@@ -239,6 +239,42 @@ TEST_F(ObserverJob, ObserversOfAnIsolationGroupShareAWorkerThatKeepsStepOrder) {
   EXPECT_THAT(order, ElementsAreArray(expected)) << text;
 }
 
+// hh.steps/1 skip_until from a sandboxed hook (forwarded to the host like any host function): its
+// before_run and after_run are made only at the steps it asks for, on the step and behind it.
+class SandboxedSkipUntil : public ObserverJob, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(SandboxedSkipUntil, CallsTheHookOnlyAtTheStepsItAsksFor) {
+  copy_plugin(fixture_plugin("frozen_v1_5_c"), plugins_);
+  fs::create_directories(dir_ / "vocab");
+  fs::create_directories(dir_ / "exports");
+  write_file(dir_ / "vocab" / "words.txt", "the files its note says it reads\n");
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 5\n\n"
+             "[hook.every4]\nplugin = frozen_v1_5_c\nisolation = process\nmode = " +
+                 std::string(GetParam()) +
+                 "\nevery = 4\ntrace = " + (dir_ / "every4.txt").string() + "\n");
+  const ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(),
+                                        "--plugin-dir", plugins_.string(), "--fresh"},
+                                       dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string text = trace("every4.txt");
+  const std::regex line("after_run gs=(\\d+)");
+  std::vector<int> steps;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it)
+    steps.push_back(std::stoi((*it)[1]));
+  EXPECT_THAT(steps, ElementsAre(0, 4, 8, 12, 16)) << text;
+  // On the step, one more before_run: the attempt at global step 20 that found the end of the
+  // data (an observer is queued only the steps that ran).
+  const std::regex before("before_run");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), before), std::sregex_iterator()),
+      std::string(GetParam()) == "step" ? 6 : 5)
+      << text;
+}
+
+INSTANTIATE_TEST_SUITE_P(StepAndObserve, SandboxedSkipUntil, ::testing::Values("step", "observe"));
+
 class LostObserverRunner : public ObserverJob, public ::testing::WithParamInterface<const char*> {};
 
 // The runner dies in before_run or in after_run of one message: the failure names that call and

@@ -4,9 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "storage/checkpoint.hpp"
 #include <string>
 #include <vector>
+#include "storage/checkpoint.hpp"
 
 #include "plugin_harness.hpp"
 
@@ -60,6 +60,9 @@ TEST(CheckpointSaver, SavesAtSessionCreationEveryNStepsAndAtTheEnd) {
             "all_model_checkpoint_paths: \"model.ckpt-10\"\n");
   ASSERT_TRUE(h.runtime().last_checkpoint().has_value());
   EXPECT_EQ(h.runtime().last_checkpoint()->file, dir / "model.ckpt-10");
+  // On save_steps alone it asks, after each save, to be called at the step that makes the next
+  // one due (hh.steps/1 skip_until): after_run at global steps 2, 5 and 8 of 10 only.
+  EXPECT_EQ(h.runtime().reports().at(0).callbacks.at("after_run").calls, 3u);
 }
 
 TEST(CheckpointSaver, DoesNotSaveTwiceWhenTheLastStepWasAlreadySaved) {
@@ -255,6 +258,13 @@ TEST(CheckpointSaver, ARecoveryPutsEveryHookBackToTheRestoredCheckpoint) {
   // The recovered session is saved at step 3 again, and the timer counts from there.
   EXPECT_THAT(saved_steps(dir), ElementsAre(0, 3, 6, 9, 10));
   EXPECT_THAT(h.log(), HasSubstr("global step 3 (after a session recovery)"));
+  // Its after_runs: global step 2 (saving 3) in the first session; the new session's save at 3
+  // asks for 5 (saving 6), which asks for 8 (saving 9).
+  for (const HookReport& report : h.runtime().reports()) {
+    if (report.instance_name == "saver") {
+      EXPECT_EQ(report.callbacks.at("after_run").calls, 3u);
+    }
+  }
 }
 
 TEST(CheckpointSaver, AWriteThatFailsIsLoggedAndTheJobGoesOn) {

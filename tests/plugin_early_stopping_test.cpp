@@ -152,6 +152,14 @@ TEST(EarlyStopping, ChecksAndFetchesOnlyEveryNSteps) {
   ASSERT_EQ(seen.size(), 4u);
   for (std::size_t i = 0; i < seen.size(); ++i)
     EXPECT_EQ(fetched(seen[i].fetched, "learning_rate"), i % 2 == 1) << "iteration " << i;
+  // Its declared cadence (every_n_steps): the host calls it at its first step and the two
+  // checking steps only.
+  for (const HookReport& report : job.h.runtime().reports()) {
+    if (report.instance_name == "es") {
+      EXPECT_EQ(report.callbacks.at("before_run").calls, 3u);
+      EXPECT_EQ(report.callbacks.at("after_run").calls, 3u);
+    }
+  }
 }
 
 TEST(EarlyStopping, SavesBestWaitAndTheStopAsHookState) {

@@ -133,8 +133,8 @@ hh_status record_last_step(const hh_host*, int64_t step) {
 int64_t unknown_last_step(const hh_host*) {
   return -1;
 }
-const hh_steps_service kRecordingSteps = {HH_STEPS_SERVICE_SIZE, &record_last_step,
-                                          &unknown_last_step};
+const hh_steps_service kRecordingSteps = {HH_STEPS_SERVICE_SIZE_1_0, &record_last_step,
+                                          &unknown_last_step, nullptr};
 
 TEST(StopAtStep, PublishesItsLimitThroughTheStepsService) {
   g_published_last_step = -1;

@@ -62,6 +62,12 @@ TEST(SummarySaver, WritesAtTheFirstStepAndThenEveryNGlobalSteps) {
   EXPECT_THAT(scalars(events_in(h.run_dir()), "loss"),
               ElementsAre(Pair(1, FloatEq(10.0f)), Pair(9, FloatEq(10.0f / 9)),
                           Pair(17, FloatEq(10.0f / 17))));
+  // After each write it asks to be called next at the step that writes (hh.steps/1 skip_until):
+  // the host makes its calls at those three steps of the 21 only.
+  const auto reports = h.runtime().reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].callbacks.at("before_run").calls, 3u);
+  EXPECT_EQ(reports[0].callbacks.at("after_run").calls, 3u);
 }
 
 TEST(SummarySaver, FetchesTheTensorsOnlyForTheStepsItWrites) {
@@ -103,6 +109,7 @@ TEST(SummarySaver, StepsAreGlobalStepsWhenTheSessionStartsFromARestoredStep) {
   EXPECT_THAT(scalars(events, "loss"),
               ElementsAre(Pair(31, FloatEq(10.0f / 31)), Pair(35, FloatEq(10.0f / 35)),
                           Pair(39, FloatEq(10.0f / 39))));
+  EXPECT_EQ(h.runtime().reports().at(0).callbacks.at("after_run").calls, 3u);
 }
 
 TEST(SummarySaver, WritesEveryTensorTaggedWithItsNameAndNonScalarsAsTheirMean) {

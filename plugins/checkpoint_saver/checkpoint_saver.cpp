@@ -3,7 +3,8 @@
 // (again after a recovery), on its timer (save_steps and/or save_secs, whichever comes first), and
 // at the end of the job unless the last one was at the same step. The host writes it at the step
 // boundary into the job's checkpoint folder ([run] checkpoint_dir, keep_checkpoints), and never
-// writes one for a job that failed.
+// writes one for a job that failed. With save_steps alone it tells the host, after each save,
+// which step it needs next, and is not called before it.
 #include <hookhost/ext/checkpoint.h>
 
 #include <cstdint>
@@ -79,6 +80,10 @@ class CheckpointSaver : public hookhost::Hook {
     steps_timer_.update(step);
     secs_timer_.update(step);
     last_saved_step_ = step;
+    // On steps alone, no after_run is needed before the one that makes the next save due: the
+    // host skips the calls until then (hh.steps/1 skip_until; an older host calls every step).
+    if (!secs_timer_.is_never()) return;
+    if (const auto next = steps_timer_.next_trigger_step()) host().skip_until(*next - 1);
   }
 
   hookhost::StepTimer steps_timer_ = hookhost::StepTimer::never();

@@ -5,6 +5,9 @@
 // brings `wait` to `patience` stops the job, as in Keras and Lightning (so patience 0 acts like 1).
 // Its best value, wait and stop decision are saved hook state, so a resumed job goes on counting
 // where it left off, and a job it already stopped stops again at once.
+// It checks only where the step makes the global step a multiple of every_n_steps: its cadence
+// says so, and the host skips its calls at the other steps.
+#define HH_PLUGIN_CADENCE HH_CADENCE_EVERY_N_STEPS(every_n_steps)
 #include <cerrno>
 #include <charconv>
 #include <cmath>

@@ -51,13 +51,15 @@ class SummarySaver : public hookhost::Hook {
   void after_create_session(const hh_session_info& session) override {
     // A recovery put every hook's state back to the restored checkpoint.
     if (session.creation > 1) restore_schedule(session.global_step);
+    skip_asked_.reset();  // the host forgot it: the first call of the session says it again
   }
 
-  void before_run(const hh_run_context&, hookhost::RunRequest& request) override {
+  void before_run(const hh_run_context& context, hookhost::RunRequest& request) override {
     // Fetch only when this step will be written (TensorFlow: the first step, then the timer).
     // A timer that never triggered triggers at once (the first step); a restored one follows the
-    // saved schedule.
-    writing_ = timer_.should_trigger(next_step_ ? *next_step_ : host().global_step() + 1);
+    // saved schedule. The step this run makes is the context's plus one, also after steps the
+    // host skipped.
+    writing_ = timer_.should_trigger(context.global_step + 1);
     // The first call asks even when it writes nothing (a resumed schedule): behind the step, the
     // host fetches what an observer asked for from then on, so no step it writes misses a value.
     if (writing_ || !asked_)
@@ -78,6 +80,13 @@ class SummarySaver : public hookhost::Hook {
     // No flush here: the host's writer thread puts the records on disk within seconds (as
     // TensorFlow's does), before every checkpoint and at the end, off the training thread.
     next_step_ = step + 1;
+    // On save_steps, no call is needed before the step that writes next: the host skips them
+    // (hh.steps/1 skip_until; an older host calls every step). Said once per schedule change; the
+    // host calls every step of a session until it is said, so the first one writes its log.
+    if (const auto next = timer_.next_trigger_step(); next && next != skip_asked_) {
+      host().skip_until(*next - 1);
+      skip_asked_ = next;
+    }
   }
 
   void end(const hh_end_info&) override {
@@ -132,7 +141,8 @@ class SummarySaver : public hookhost::Hook {
   std::vector<std::string> tensors_;
   std::string output_dir_;
   const hh_summary_service* summaries_ = nullptr;
-  std::optional<int64_t> next_step_;  // the step expected after the last one; unset before it
+  std::optional<int64_t> next_step_;   // the step expected after the last one; unset before it
+  std::optional<int64_t> skip_asked_;  // the step last passed to skip_until this session
   bool writing_ = false;
 };
 

@@ -37,6 +37,10 @@ struct HostServices {
   std::string blame_name;  // "hook 'X' (plugin 'id', FILE)", prepared for a crash's last words
   std::shared_ptr<spdlog::logger> logger;
   std::atomic<bool> ended{false};  // end() returned: state_put, request_stop, services refuse
+  // hh.steps/1 skip_until: steps whose context's global step is below it get no before_run or
+  // after_run (any thread writes it; the training thread reads it at each step and clears it at a
+  // new session and a restart).
+  std::atomic<int64_t> skip_until{0};
   // hh.dist/1: the processes that run this instance (null: this process alone), and, once a
   // collective failed, why every later one is refused (training thread only).
   std::shared_ptr<Communicator> group;

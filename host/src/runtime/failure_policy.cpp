@@ -81,6 +81,8 @@ void StepEngine::handle_lost_runner(Slot& slot, Callback cb, const CallResult& r
       std::this_thread::sleep_for(s.restart_backoff * (1 << std::min(slot.restarts, 10u)));
       ++slot.restarts;
       std::string why;
+      // The restarted hook keeps its own schedule from its saved state, and says it again.
+      slot.services->skip_until.store(0, std::memory_order_relaxed);
       if (slot.dispatch->restart(&why)) {
         slot.runner_lost = false;
         log_->info("hook '{}' restarted with its last saved state", s.instance_name);

@@ -302,6 +302,10 @@ void ObserverLane::deliver(ObservedStep& step) {
   const int64_t global_step = step.before_ctx.global_step;
   const bool wants_before = slot_.implements[static_cast<size_t>(Callback::before_run)];
   const bool wants_after = slot_.implements[static_cast<size_t>(Callback::after_run)];
+  // Queued before the hook said it needs no call before a later step (hh.steps/1 skip_until):
+  // dropped here, as the training thread drops the steps after it.
+  if (!step.before_done && slot_.services->skip_until.load(std::memory_order_relaxed) > global_step)
+    return;
   if (wants_after)
     if (auto* exchange = dynamic_cast<ObservedExchange*>(slot_.dispatch.get()))
       return deliver_in_one_exchange(step, *exchange, wants_before);

@@ -211,6 +211,8 @@ void StepEngine::after_create_session_all(int creation) {
     if (!active(slot)) continue;
     check_state(slot, Callback::after_create_session, {HookState::begun, HookState::in_session});
     slot.state = HookState::in_session;
+    // A new session may start at another step: the hook says again which steps it can skip.
+    slot.services->skip_until.store(0, std::memory_order_relaxed);
     if (!wants(slot, Callback::after_create_session)) continue;
     CallResult r = call(slot, Callback::after_create_session,
                         [&] { return slot.dispatch->after_create_session(info); });

@@ -111,6 +111,11 @@ inline bool StepEngine::before_calls(const hh_run_context& ctx,
     // A step the filter skips: neither call (after_run sees the slot still in_session).
     if (slot.step_filtered && !step_called(slot, ctx.global_step)) [[unlikely]]
       continue;
+    // A step before the one the hook asked to be called at next (hh.steps/1 skip_until).
+    if (slot.services->skip_until.load(std::memory_order_relaxed) > ctx.global_step) [[unlikely]] {
+      ++slot.steps_skipped;
+      continue;
+    }
     slot.state = HookState::in_step;
     if (slot.lane) [[unlikely]] {
       // An observer is called behind the step: the step fetches what it last asked for.

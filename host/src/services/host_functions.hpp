@@ -71,8 +71,9 @@ enum class HostOp : uint16_t {
   dist_rank = 22,
   dist_world_size = 23,
   dist_is_chief = 24,
+  steps_skip_until = 25,
 };
-inline constexpr uint16_t kHostOpCount = 25;  // one past the largest op
+inline constexpr uint16_t kHostOpCount = 26;  // one past the largest op
 
 // How each argument travels from a runner (the codecs are in sandbox/host_call_codec.hpp). A
 // codec covers one or two C parameters, listed in `c`.
@@ -261,6 +262,9 @@ using steps_publish_last_step =
                  "hh.steps/1 publish_last_step", A::refused, T::any, HH_ERROR, arg::Value<int64_t>>;
 using steps_last_step = HostFunction<&hh_steps_service::last_step, Op::steps_last_step,
                                      "hh.steps/1 last_step", A::allowed, T::any, int64_t{-1}>;
+using steps_skip_until =
+    HostFunction<&hh_steps_service::skip_until, Op::steps_skip_until, "hh.steps/1 skip_until",
+                 A::refused, T::any, HH_ERROR, arg::Value<int64_t>>;
 
 // hh.job/1: the runner holds the answer from the create message.
 using job_config_dir = HostFunction<&hh_job_service::config_dir, Op::none, "hh.job/1 config_dir",
@@ -294,7 +298,8 @@ using RunRequestFunctions = FunctionList<fn::add_fetch, fn::add_feed>;
 using CheckpointFunctions = FunctionList<fn::checkpoint_request, fn::checkpoint_last_written>;
 using SummaryFunctions =
     FunctionList<fn::summary_add_scalar, fn::summary_add_session_log, fn::summary_flush>;
-using StepsFunctions = FunctionList<fn::steps_publish_last_step, fn::steps_last_step>;
+using StepsFunctions =
+    FunctionList<fn::steps_publish_last_step, fn::steps_last_step, fn::steps_skip_until>;
 using JobFunctions = FunctionList<fn::job_config_dir>;
 using DistFunctions = FunctionList<fn::dist_rank, fn::dist_world_size, fn::dist_is_chief,
                                    fn::dist_allreduce, fn::dist_broadcast, fn::dist_barrier>;

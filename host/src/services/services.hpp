@@ -47,6 +47,8 @@ class StepsService final : public HostService {
 
   hh_status publish_last_step(HostServices& caller, int64_t step);
   int64_t last_step(HostServices& caller);
+  // Sets the caller's HostServices::skip_until, which the step engine reads.
+  hh_status skip_until(HostServices& caller, int64_t step);
 
  private:
   std::atomic<int64_t> published_{-1};

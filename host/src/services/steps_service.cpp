@@ -1,5 +1,6 @@
 // hh.steps/1: hooks that know where training ends (stop_at_step) publish it; others (a progress
-// bar) read the smallest such step, or the workload's own last step.
+// bar) read the smallest such step, or the workload's own last step. A hook that keeps its own
+// schedule tells the host which steps it can skip (skip_until).
 #include <hookhost/ext/steps.h>
 
 #include "context/host_services.hpp"
@@ -29,9 +30,16 @@ int64_t StepsService::last_step(HostServices& caller) {
   return published;
 }
 
+hh_status StepsService::skip_until(HostServices& caller, int64_t step) {
+  if (step < 0) throw Misuse("with a negative step " + std::to_string(step));
+  caller.skip_until.store(step, std::memory_order_relaxed);
+  return HH_OK;
+}
+
 namespace {
 const hh_steps_service kSteps =
-    in_process_table<StepsFunctions, &StepsService::publish_last_step, &StepsService::last_step>();
+    in_process_table<StepsFunctions, &StepsService::publish_last_step, &StepsService::last_step,
+                     &StepsService::skip_until>();
 }  // namespace
 
 const void* StepsService::table() const {

@@ -293,6 +293,15 @@ class Host {
       // It grew between the two calls (a put from another thread): ask again.
     }
   }
+  // hh.steps/1 skip_until (ABI 1.5): the host need not call before_run and after_run for the steps
+  // whose context's global_step is below `global_step` (0: every step again). False when the host
+  // does not offer it: an older host calls every step, which a hook keeping its own schedule
+  // handles alike.
+  bool skip_until(int64_t global_step) const {
+    const auto* steps = service<hh_steps_service>(HH_SERVICE_STEPS);
+    return steps && HH_HAS_FIELD(steps, hh_steps_service, skip_until) && steps->skip_until &&
+           steps->skip_until(h_, global_step) == HH_OK;
+  }
   // The host's optional service `id` (HH_SERVICE_CHECKPOINT, ...) as its C table, or nullptr when
   // the host has none: check it and its struct_size. Call its functions with raw() as the host.
   template <typename Service>

@@ -56,6 +56,14 @@ class StepTimer {
   }
 
   std::optional<int64_t> last_triggered_step() const { return last_step_; }
+  bool is_never() const { return never_; }
+  // The first step at which a step timer triggers again (the last trigger plus its interval);
+  // nothing for a time timer, one that never triggers, or one that has not triggered yet.
+  std::optional<int64_t> next_trigger_step() const {
+    if (never_ || every_steps_ <= 0 || !last_step_) return std::nullopt;
+    if (*last_step_ > INT64_MAX - every_steps_) return INT64_MAX;
+    return *last_step_ + every_steps_;
+  }
   // Forgets the last trigger: should_trigger is true again, the next update returns nullopt.
   void reset() { last_step_.reset(); }
 
