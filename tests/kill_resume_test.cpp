@@ -25,9 +25,14 @@ using ::testing::Not;
 // Every stateful built-in hook, plus a recorder that counts its after_runs in its state and can
 // kill the process once at a chosen step. `observers`: the hooks that only observe run behind the
 // step (mode = observe), the recorder slowly, so the kill lands while steps wait in its queue.
+// `sandboxed`: the observing built-ins also run in one runner (isolation_group), their steps one
+// message each on the group's one worker; the recorder, which kills the job, stays in process.
 std::string job_config(const fs::path& dir, int64_t kill_at, const std::string& kill_in,
-                       bool observers = false) {
-  const std::string observe = observers ? "mode = observe\nqueue = 16\n" : "";
+                       bool observers = false, bool sandboxed = false) {
+  const std::string recorder_observe = observers ? "mode = observe\nqueue = 16\n" : "";
+  const std::string observe =
+      recorder_observe +
+      (sandboxed ? "isolation = process\nisolation_group = observers\n" : std::string());
   return "[run]\nrun_dir = run\nkeep_checkpoints = 0\n"
          "[workload]\nname = linreg\nepochs = 0\n"
          "[hook.stop]\nplugin = stop_at_step\nnum_steps = 120\n"
@@ -41,9 +46,9 @@ std::string job_config(const fs::path& dir, int64_t kill_at, const std::string& 
          "[hook.recorder]\nplugin = scripted\ntrace = " + (dir / "recorder.txt").string() +
          "\nkill_at_step = " + std::to_string(kill_at) + "\nkill_in = " + kill_in +
          "\nkill_marker = " + (dir / "killed").string() + "\n" +
-         (observers
-              ? observe + "fetch = loss\nafter_run_sleep_ms = 1\nkill_by_context_step = true\n"
-              : "") +
+         (observers ? recorder_observe +
+                          "fetch = loss\nafter_run_sleep_ms = 1\nkill_by_context_step = true\n"
+                    : "") +
          "[hook.checkpoints]\nplugin = checkpoint_saver\nsave_steps = 7\n";
 }
 
@@ -72,13 +77,20 @@ Outcome outcome_of(const fs::path& dir, const ProcessResult& last) {
   if (newest && !newest->file.empty())
     for (const auto& [name, state] : newest->checkpoint.hook_states)
       if (name != "limit") o.states[name] = state.plugin_id + ":" + state.bytes;
-  const auto lines = lines_of(read_file(run / "history.csv"));
+  // A sandboxed hook's outputs are in its own run folder, <run_dir>/hooks/<instance>/.
+  const fs::path history = fs::exists(run / "hooks" / "history")
+                               ? run / "hooks" / "history" / "history.csv"
+                               : run / "history.csv";
+  const auto lines = lines_of(read_file(history));
   for (const auto& line : lines) {
     // step,wall_time,...: the wall time is the only column allowed to differ.
     const auto first = line.find(','), second = line.find(',', first + 1);
     o.history.push_back(line.substr(0, first) + line.substr(second));
   }
-  for (const auto& file : event_files(run))
+  std::vector<fs::path> files = event_files(run);
+  for (const char* hook : {"rate", "summaries"})
+    for (const fs::path& file : event_files(run / "hooks" / hook)) files.push_back(file);
+  for (const auto& file : files)
     for (const Event& event : read_events(file))
       for (const auto& [tag, value] : event.scalars) {
         if (tag == "global_step/sec") {
@@ -104,8 +116,8 @@ void expect_same_end(const Outcome& got, const Outcome& reference) {
 }
 
 ProcessResult run_job(const fs::path& dir, int64_t kill_at, const std::string& kill_in,
-                      bool observers = false) {
-  write_file(dir / "job.ini", job_config(dir, kill_at, kill_in, observers));
+                      bool observers = false, bool sandboxed = false) {
+  write_file(dir / "job.ini", job_config(dir, kill_at, kill_in, observers, sandboxed));
   const fs::path fixtures = dir / "fixtures";
   if (!fs::exists(fixtures / "scripted.so")) {
     fs::create_directories(fixtures);
@@ -167,12 +179,16 @@ TEST(KillResume, TwentyKillsEachResumeToTheUninterruptedResult) {
 
 // The same with the observing hooks behind the step: killed while the recorder's queue holds
 // steps, the resumed job still ends as the uninterrupted one, because every checkpoint was taken
-// after every queue drained (its hook states are its step's) and nothing is counted twice.
-TEST(KillResume, ObserversKilledDuringABacklogResumeToTheUninterruptedResult) {
+// after every queue drained (its hook states are its step's) and nothing is counted twice. Also
+// with the observing built-ins sandboxed in one isolation group (one worker, one runner).
+class KillResumeObservers : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KillResumeObservers, KilledDuringABacklogResumeToTheUninterruptedResult) {
+  const bool sandboxed = GetParam();
   TempDir root;
   const fs::path ref_dir = root / "reference";
   fs::create_directories(ref_dir);
-  const ProcessResult ref_run = run_job(ref_dir, -1, "after_run", true);
+  const ProcessResult ref_run = run_job(ref_dir, -1, "after_run", true, sandboxed);
   ASSERT_EQ(ref_run.exit_code, 0) << ref_run.err;
   const Outcome reference = outcome_of(ref_dir, ref_run);
   ASSERT_GT(reference.final_step, 60) << reference.summary_line;
@@ -193,7 +209,7 @@ TEST(KillResume, ObserversKilledDuringABacklogResumeToTheUninterruptedResult) {
     SCOPED_TRACE("killed at global step " + std::to_string(step));
     const fs::path dir = root / ("kill-" + std::to_string(step));
     fs::create_directories(dir);
-    const ProcessResult killed = run_job(dir, step, "after_run", true);
+    const ProcessResult killed = run_job(dir, step, "after_run", true, sandboxed);
     ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.err;
     const std::vector<fs::path> left = list_checkpoints(dir / "run" / "checkpoints");
     for (const auto& file : left) {
@@ -204,12 +220,17 @@ TEST(KillResume, ObserversKilledDuringABacklogResumeToTheUninterruptedResult) {
       EXPECT_EQ(written.hook_states.at("recorder").bytes,
                 "after_runs=" + std::to_string(written.global_step));
     }
-    const ProcessResult resumed = run_job(dir, step, "after_run", true);
+    const ProcessResult resumed = run_job(dir, step, "after_run", true, sandboxed);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     const Outcome got = outcome_of(dir, resumed);
     expect_same_end(got, reference);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(InProcessAndSandboxedGroup, KillResumeObservers, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "SandboxedInOneGroup" : "InProcess";
+                         });
 
 }  // namespace
 }  // namespace hookhost::testing
