@@ -52,29 +52,39 @@ INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi,
                                            "frozen_v1_3_c", "frozen_v1_3_cxx", "frozen_v1_4_c",
                                            "frozen_v1_4_cxx", "frozen_v1_5_c", "frozen_v1_5_cxx"));
 
+// Runs frozen plugin `id` as one hook named "frozen" (an observer when `observer`) with `params`
+// (its trace goes to `trace`) over `steps` steps with a loss of 10/step; returns its after_run
+// lines and how many after_run calls the host made.
+std::pair<std::vector<std::string>, uint64_t> run_frozen(
+    const std::string& id, bool observer, int64_t steps, const fs::path& trace,
+    std::multimap<std::string, std::string> params) {
+  uint64_t after_run_calls = 0;
+  {
+    PluginHarness h({}, {id});
+    h.workload.script().end_of_data_step = steps;
+    h.workload.script().values["loss"] = loss_of_ten_over_step;
+    auto plugin = h.plugin(id);
+    HookSettings settings{"frozen"};
+    settings.observer.enabled = observer;
+    params.emplace("trace", trace.string());
+    h.runtime().add_hook(plugin, settings, resolve_params(plugin->metadata(), "frozen", params));
+    EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
+    after_run_calls = h.runtime().reports().at(0).callbacks.at("after_run").calls;
+  }
+  std::vector<std::string> after_runs;
+  for (const auto& line : lines_of(read_file(trace)))
+    if (line.starts_with("after_run")) after_runs.push_back(line);
+  return {after_runs, after_run_calls};
+}
+
 // ABI 1.4 gave the run context the step's wall time for calls behind the step: the 1.4 plugins,
 // run as observers, get it in every after_run (on the step they get 0, as the test above shows).
 TEST(FrozenAbi1_4, ObserversGetTheStepsWallTime) {
   for (const char* id : {"frozen_v1_4_c", "frozen_v1_4_cxx"}) {
     TempDir dir;
-    const fs::path trace = dir / "trace.txt";
-    {
-      PluginHarness h({}, {id});
-      h.workload.script().end_of_data_step = 3;
-      h.workload.script().values["loss"] = loss_of_ten_over_step;
-      auto plugin = h.plugin(id);
-      HookSettings settings{"observer"};
-      settings.observer.enabled = true;
-      h.runtime().add_hook(
-          plugin, settings,
-          resolve_params(plugin->metadata(), "observer", {{"trace", trace.string()}}));
-      EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
-    }
-    std::vector<std::string> after_runs;
-    for (const auto& line : lines_of(read_file(trace)))
-      if (line.starts_with("after_run")) after_runs.push_back(line);
-    EXPECT_THAT(after_runs, ElementsAre("after_run gs=0 values=1 loss=10 behind",
-                                        "after_run gs=1 values=1 loss=5 behind"))
+    EXPECT_THAT(run_frozen(id, true, 3, dir / "trace.txt", {}).first,
+                ElementsAre("after_run gs=0 values=1 loss=10 behind",
+                            "after_run gs=1 values=1 loss=5 behind"))
         << id;
   }
 }
@@ -85,25 +95,11 @@ TEST(FrozenAbi1_5, SkipUntilSkipsTheStepsTheHookDoesNotNeed) {
   for (const char* id : {"frozen_v1_5_c", "frozen_v1_5_cxx"})
     for (const bool observer : {false, true}) {
       TempDir dir;
-      const fs::path trace = dir / "trace.txt";
-      {
-        PluginHarness h({}, {id});
-        h.workload.script().end_of_data_step = 8;
-        h.workload.script().values["loss"] = loss_of_ten_over_step;
-        auto plugin = h.plugin(id);
-        HookSettings settings{"every3"};
-        settings.observer.enabled = observer;
-        h.runtime().add_hook(plugin, settings,
-                             resolve_params(plugin->metadata(), "every3",
-                                            {{"trace", trace.string()}, {"every", "3"}}));
-        EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
-        const auto reports = h.runtime().reports();
-        ASSERT_EQ(reports.size(), 1u);
-        EXPECT_EQ(reports[0].callbacks.at("after_run").calls, 3u) << id << observer;
-      }
+      const auto [after_runs, calls] =
+          run_frozen(id, observer, 8, dir / "trace.txt", {{"every", "3"}});
+      EXPECT_EQ(calls, 3u) << id << " observer=" << observer;
       std::vector<std::string> steps;
-      for (const auto& line : lines_of(read_file(trace)))
-        if (line.starts_with("after_run")) steps.push_back(line.substr(0, line.find(' ', 10)));
+      for (const auto& line : after_runs) steps.push_back(line.substr(0, line.find(' ', 10)));
       EXPECT_THAT(steps, ElementsAre("after_run gs=0", "after_run gs=3", "after_run gs=6"))
           << id << " observer=" << observer;
     }
