@@ -46,7 +46,8 @@ ObserverLane::ObserverLane(Slot& slot, std::shared_ptr<spdlog::logger> log,
       log_(std::move(log)),
       worker_(worker ? std::move(worker) : std::make_shared<ObserverWorker>()),
       mutex_(worker_->mutex_),
-      queue_(slot.settings.observer.queue) {
+      queue_(slot.settings.observer.queue),
+      exchange_(dynamic_cast<ObservedExchange*>(slot.dispatch.get())) {
   slot_.worker_running = &running_;
   std::lock_guard lock(mutex_);
   worker_->join(this);
@@ -306,9 +307,7 @@ void ObserverLane::deliver(ObservedStep& step) {
   // dropped here, as the training thread drops the steps after it.
   if (!step.before_done && slot_.services->skip_until.load(std::memory_order_relaxed) > global_step)
     return;
-  if (wants_after)
-    if (auto* exchange = dynamic_cast<ObservedExchange*>(slot_.dispatch.get()))
-      return deliver_in_one_exchange(step, *exchange, wants_before);
+  if (wants_after && exchange_) return deliver_in_one_exchange(step, *exchange_, wants_before);
   std::vector<std::string> asked;
   if (step.before_done) {
     asked = std::move(step.asked);

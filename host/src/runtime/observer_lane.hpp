@@ -212,6 +212,9 @@ class ObserverLane {
   std::atomic<uint64_t> unfetched_{0};
   bool warned_unfetched_ = false;  // worker only
   std::vector<hh_tensor> views_;   // worker only
+  // The dispatcher's one-exchange calls (a sandboxed hook), looked up once: the slot's dispatcher
+  // is set before its lane and never replaced.
+  ObservedExchange* const exchange_;
 };
 
 }  // namespace hookhost
