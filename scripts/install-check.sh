@@ -85,4 +85,23 @@ for plugin in "$prefix"/lib/hookhost/plugins/*.so; do
   echo "   $id: ${out##*$'\n'}"
 done
 
+python_dir=$(find "$prefix/lib" -maxdepth 3 -type d -name dist-packages | head -n 1)
+if [ -n "$python_dir" ]; then
+  step "the Python package: hookhost.MonitoredSession from the moved prefix, a sandboxed built-in"
+  # Neither PATH nor HOOKHOST_RUNNER names the installation: the package finds its plugins and
+  # hookhost-runner by its own place in the prefix.
+  (cd "$work" && env -u HOOKHOST_RUNNER PATH=/usr/bin:/bin PYTHONPATH="$python_dir" \
+    PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 - <<'PY'
+import hookhost
+with hookhost.MonitoredSession(run_dir="py-run", set=[
+        "run.log_level=warn", "hook.stop.plugin=stop_at_step", "hook.stop.last_step=4",
+        "hook.stop.isolation=process"]) as session:
+    while not session.should_stop():
+        session.run(lambda feeds: {"loss": 1.0})
+assert session.result["outcome"] == "stopped" and session.global_step == 4, session.result
+print("   MonitoredSession: %s at global step %d" % (session.result["outcome"], session.global_step))
+PY
+  )
+fi
+
 echo "install-check: the installed package works"

@@ -14,6 +14,7 @@ packages=(
   libdlpack-dev
   libssl-dev
   pybind11-dev python3-dev python3-numpy
+  python3-torch python3-sklearn python3-pytest
   openmpi-bin libopenmpi-dev
 )
 

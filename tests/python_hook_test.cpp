@@ -315,7 +315,25 @@ TEST_F(PythonHook, AWrongPathAMissingClassAndWrongArgsAreConfigurationErrors) {
 
   HookTest both = hook("both", "class Hook: pass\n");
   both.set("module", "json");
-  EXPECT_THAT(both.configuration_error(), HasSubstr("give only one of 'script' and 'module'"));
+  EXPECT_THAT(both.configuration_error(),
+              HasSubstr("give only one of 'script', 'module' and 'object'"));
+
+  HookTest none(kPlugin);
+  none.set("class", "Hook");
+  EXPECT_THAT(none.configuration_error(), HasSubstr("give one of 'script', 'module' or 'object'"));
+  HookTest no_class_given(kPlugin);
+  no_class_given.set("module", "json");
+  EXPECT_THAT(no_class_given.configuration_error(), HasSubstr("give 'class' with"));
+  // `object` names a hook a MonitoredSession registered in its own process; there is none here.
+  HookTest unknown_object(kPlugin);
+  unknown_object.set("object", "7f00:missing");
+  EXPECT_THAT(unknown_object.configuration_error(),
+              AllOf(HasSubstr("object: no hook object '7f00:missing'"),
+                    HasSubstr("hookhost.MonitoredSession")));
+  HookTest object_and_class(kPlugin);
+  object_and_class.set("object", "7f00:x").set("class", "Hook");
+  EXPECT_THAT(object_and_class.configuration_error(),
+              HasSubstr("'class' is not used with 'object'"));
 }
 
 TEST_F(PythonHook, StateDictIsSavedAsJsonAndRestoredOnResume) {

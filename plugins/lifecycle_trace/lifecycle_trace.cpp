@@ -47,7 +47,10 @@ void append_json_number(std::string& out, T value) {
 template <typename T>
 T element(const hh_tensor& t, std::size_t i) {
   T value;
-  std::memcpy(&value, static_cast<const char*>(t.data) + i * sizeof(T), sizeof(T));
+  // Element i in row-major order, wherever the view's strides put it.
+  std::memcpy(&value,
+              static_cast<const char*>(t.data) + hh_tensor_element_offset(&t, i) * sizeof(T),
+              sizeof(T));
   return value;
 }
 

@@ -6,8 +6,10 @@
 // with the CPython and NumPy C APIs, because they run every step.
 // Confined, it reads the hook's script and the folders on its python_path; a `module` is found on
 // those or on the interpreter's own path, part of the system's runtime. The `hookhost` Python
-// package is compiled in: no file of it is read.
-#define HH_PLUGIN_NEEDS HH_NEEDS_READ_PARAM(script) HH_NEEDS_READ_PARAM(python_path)
+// package is compiled in: no file of it is read. The system's CA certificates are public, and
+// Python's startup may read them (a site .pth file that extends certifi's bundle does).
+#define HH_PLUGIN_NEEDS \
+  HH_NEEDS_READ_PARAM(script) HH_NEEDS_READ_PARAM(python_path) HH_NEEDS_READ("/etc/ssl/certs")
 #include <dlfcn.h>
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
@@ -130,6 +132,16 @@ void install_hookhost_package() {
   builtins.attr("exec")(code, module.attr("__dict__"));
 }
 
+// The program imported the `hookhost` package itself (a MonitoredSession's process): the
+// plugin's calls go through that module, which needs the plugin's view of the running call.
+void adopt_hookhost_package() {
+  py::module_ module = py::module_::import("hookhost");
+  module.attr("_current") =
+      py::reinterpret_steal<py::object>(PyCFunction_New(&kCurrentInstance, nullptr));
+  module.attr("_current_step") =
+      py::reinterpret_steal<py::object>(PyCFunction_New(&kCurrentStep, nullptr));
+}
+
 // What the per-step calls use, looked up once: classes, functions, interned names, descriptors.
 struct Bridge {
   PyObject* instance_type;  // _Instance
@@ -215,6 +227,8 @@ void ensure_interpreter() {
       try {
         if (!py::module_::import("sys").attr("modules").contains("hookhost"))
           install_hookhost_package();
+        else
+          adopt_hookhost_package();
         if (_import_array() < 0) throw py::error_already_set();
         load_bridge();
       } catch (const std::exception& e) {
@@ -382,12 +396,26 @@ bool reusable(PyObject* slot, int type, int rank, const npy_intp* dims) {
 class PythonHook : public hookhost::Hook {
  public:
   explicit PythonHook(const hookhost::CreateContext& ctx) : Hook(ctx) {
-    params().require_exactly_one("script", "module");
-    class_name_ = params().get_string("class");
-    if (class_name_.empty()) throw hookhost::Error("'class' must name a class or function");
+    const int sources = params().has("script") + params().has("module") + params().has("object");
+    if (sources != 1)
+      throw hookhost::Error(sources == 0 ? "give one of 'script', 'module' or 'object'"
+                                         : "give only one of 'script', 'module' and 'object'");
+    std::string object;
+    if (params().has("object")) {
+      object = params().get_string("object");
+      if (object.empty()) throw hookhost::Error("'object' must name a registered hook object");
+      if (params().has("class"))
+        throw hookhost::Error("'class' is not used with 'object': the object is the hook");
+      class_name_ = object;
+    } else {
+      if (!params().has("class")) throw hookhost::Error("give 'class' with 'script' or 'module'");
+      class_name_ = params().get_string("class");
+      if (class_name_.empty()) throw hookhost::Error("'class' must name a class or function");
+    }
     const fs::path base = config_dir();
     std::string script_given, script, module;
-    if (params().has("script")) {
+    if (!object.empty()) {
+    } else if (params().has("script")) {
       script_given = params().get_string("script");
       if (script_given.empty()) throw hookhost::Error("'script' must name a .py file");
       script = (base / script_given).string();  // an absolute script_given replaces base
@@ -411,12 +439,13 @@ class PythonHook : public hookhost::Hook {
       FrameScope frame(gil.thread(), inst_.ptr(), host(), 0, false);
       py::object result = steal(PyObject_CallFunctionObjArgs(
           b.create, inst_.ptr(), py::str(script).ptr(), py::str(script_given).ptr(),
-          py::str(module).ptr(), py::str(class_name_).ptr(),
-          py::str(params().get_string("args")).ptr(), py::cast(python_path).ptr(),
-          state.empty() ? Py_None : py::str(state).ptr(), nullptr));
+          py::str(module).ptr(), py::str(object.empty() ? class_name_ : std::string()).ptr(),
+          py::str(object).ptr(), py::str(params().get_string("args")).ptr(),
+          py::cast(python_path).ptr(), state.empty() ? Py_None : py::str(state).ptr(), nullptr));
       if (!result) throw py::error_already_set();
       drain_logs();
       hook_ = inst_.attr("_hook");
+      if (!object.empty()) class_name_ = py::str(hook_.get_type().attr("__name__"));
       const auto implements = inst_.attr("_implements").cast<std::tuple<bool, bool, bool>>();
       implements_before_run_ = std::get<0>(implements);
       implements_after_run_ = std::get<1>(implements);
@@ -957,16 +986,20 @@ class PythonHook : public hookhost::Hook {
 
 }  // namespace
 
-#define PYTHON_HOOK_PARAMS(P)                                                                    \
-  P(script, STRING, OPTIONAL, "",                                                                \
-    "the .py file defining the hook class (relative: to the configuration file's folder); or "   \
-    "module")                                                                                    \
-  P(module, STRING, OPTIONAL, "", "an importable module defining the hook class; or script")     \
-  P(class, STRING, REQUIRED, "", "the hook class (or a function returning a hook) to construct") \
-  P(args, STRING, DEFAULT, "{}", "a JSON object of keyword arguments for the constructor")       \
-  P(python_path, STRING_LIST, OPTIONAL, "",                                                      \
+#define PYTHON_HOOK_PARAMS(P)                                                                   \
+  P(script, STRING, OPTIONAL, "",                                                               \
+    "the .py file defining the hook class (relative: to the configuration file's folder); or "  \
+    "module")                                                                                   \
+  P(module, STRING, OPTIONAL, "", "an importable module defining the hook class; or script")    \
+  P(object, STRING, OPTIONAL, "",                                                               \
+    "a hook object registered in this process (hookhost.MonitoredSession's hooks=); or script " \
+    "or module")                                                                                \
+  P(class, STRING, OPTIONAL, "",                                                                \
+    "the hook class (or a function returning a hook) to construct; with script or module")      \
+  P(args, STRING, DEFAULT, "{}", "a JSON object of keyword arguments for the constructor")      \
+  P(python_path, STRING_LIST, OPTIONAL, "",                                                     \
     "folders put first on sys.path (relative: to the configuration file's folder)")
 
-HOOKHOST_PLUGIN(PythonHook, "python_hook", "0.2.0",
+HOOKHOST_PLUGIN(PythonHook, "python_hook", "0.3.0",
                 "Runs a TensorFlow-style Python SessionRunHook class in an embedded CPython",
                 PYTHON_HOOK_PARAMS)

@@ -19,7 +19,8 @@ struct Job::Parts {
   Communicator* comm = nullptr;  // a distributed job's processes; null for one process
   std::shared_ptr<spdlog::logger> log;
   RunDirectory run_dir;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Session> owned_session;  // the [workload]'s; null around the embedder's own
+  Session* session = nullptr;
   std::unique_ptr<Runtime> runtime;
 
   // Undoes --fresh when the job does not start after all: the hooks created so far go first,
@@ -74,8 +75,10 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   Communicator* const comm = p.comm;
 
   StartupPhase planning(comm);
-  JobPlan plan = plan_job(cfg, p.options.plugin_dirs, p.options.communicator, log);
-  p.session = std::move(plan.session);
+  JobPlan plan = plan_job(cfg, p.options.plugin_dirs, p.options.communicator, log,
+                          p.options.session != nullptr, p.options.builtin_plugin_dir);
+  p.owned_session = std::move(plan.session);
+  p.session = p.options.session ? p.options.session : p.owned_session.get();
   planning.passed();
   const HookCommunicators hook_communicators = split_hook_communicators(plan, comm);
 
@@ -156,6 +159,14 @@ std::vector<HookReport> Job::reports() const {
 
 std::vector<std::string> Job::hook_names() const {
   return parts_->runtime ? parts_->runtime->hook_order() : std::vector<std::string>{};
+}
+
+Runtime& Job::runtime() {
+  return *parts_->runtime;
+}
+
+Session& Job::session() {
+  return *parts_->session;
 }
 
 const fs::path& Job::run_dir() const {

@@ -186,14 +186,22 @@ void plan_hook(const JobConfig& cfg, const HookConfig& hook, const DiscoveryResu
 }  // namespace
 
 JobPlan plan_job(const JobConfig& cfg, const std::vector<fs::path>& first_plugin_dirs,
-                 const std::shared_ptr<Communicator>& communicator, spdlog::logger& log) {
+                 const std::shared_ptr<Communicator>& communicator, spdlog::logger& log,
+                 bool own_step, const fs::path& builtin_dir) {
   JobPlan plan;
   plan.config = &cfg;
   plan.distributed = communicator != nullptr;
   plan.rank = communicator ? communicator->rank() : 0;
   plan.world = communicator ? communicator->size() : 1;
-  plan_workload(cfg, communicator, plan);
-  plan.plugin_dirs = plugin_search_path(first_plugin_dirs, cfg.plugin_dirs);
+  plan.own_step = own_step;
+  if (!own_step)
+    plan_workload(cfg, communicator, plan);
+  else if (cfg.workload_section)
+    throw ConfigError(cfg.workload_section->describe() +
+                          ": [workload] is not used here: this job runs around the program's own "
+                          "step (remove the section, or run it with `hookhost run`)",
+                      "");
+  plan.plugin_dirs = plugin_search_path(first_plugin_dirs, cfg.plugin_dirs, builtin_dir);
   const DiscoveryResult found = discover(cfg, plan.plugin_dirs, log);
   for (const HookConfig& hook : cfg.hooks) plan_hook(cfg, hook, found, plan, log);
   return plan;
@@ -240,7 +248,7 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
   std::string wl = "name = " + cfg.workload;
   for (const auto& v : plan.workload_params.values())
     if (v.is_set) wl += ", " + v.spec.name + " = " + display_text(v.text);
-  log.info("  [workload] {}", wl);
+  log.info("  [workload] {}", plan.own_step ? std::string("(the program's own step)") : wl);
   for (const auto& item : plan.hooks) {
     std::string line = "plugin = " + display_text(item.plugin->metadata().id) + " (" +
                        display_text(item.plugin->file().string()) +

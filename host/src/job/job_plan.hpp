@@ -30,7 +30,7 @@ struct PlannedHook {
   ResolvedParams params;
   EffectiveIsolation isolation;
   RankSelection ranks;
-  StepFilter step_filter;  // every_n_steps, at_steps, first_n (job/step_filter_keys.hpp)
+  StepFilter step_filter;     // every_n_steps, at_steps, first_n (job/step_filter_keys.hpp)
   ObserverSettings observer;  // mode, queue, policy (job/observer_keys.hpp)
 };
 
@@ -41,8 +41,9 @@ struct JobPlan {
   bool distributed = false;
   std::vector<std::filesystem::path> plugin_dirs;  // in search order
   ResolvedParams workload_params;
-  std::unique_ptr<Session> session;
-  std::vector<PlannedHook> hooks;  // in config order
+  std::unique_ptr<Session> session;  // null when the job runs around the embedder's own step
+  bool own_step = false;             // the embedder's session: no [workload]
+  std::vector<PlannedHook> hooks;    // in config order
   // Every enabled hook, in config order, and whether it runs on this process: each gets a
   // communicator over the processes that run it.
   std::vector<std::pair<const HookConfig*, bool>> runs_here;
@@ -51,9 +52,12 @@ struct JobPlan {
 // Looks up and makes the workload, discovers the plugins (warning about missing folders and
 // duplicate ids), then checks every hook of `cfg` (a disabled one too) and loads the enabled ones
 // that run on this process. Throws ConfigError naming the file, line, section and key. `cfg` must
-// outlive the plan. `communicator` is null for a job of one process.
+// outlive the plan. `communicator` is null for a job of one process. With `own_step` the job runs
+// around the embedder's session: no workload is made, and a [workload] section is refused.
+// `builtin_dir`: the built-in plugins' folder (empty: builtin_plugin_dir()).
 JobPlan plan_job(const JobConfig& cfg, const std::vector<std::filesystem::path>& first_plugin_dirs,
-                 const std::shared_ptr<Communicator>& communicator, spdlog::logger& log);
+                 const std::shared_ptr<Communicator>& communicator, spdlog::logger& log,
+                 bool own_step = false, const std::filesystem::path& builtin_dir = {});
 
 // The effective configuration, every default filled in, as the job's first log lines.
 // `run_dir_text` is the run directory as the operator should read it.

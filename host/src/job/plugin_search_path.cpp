@@ -30,14 +30,15 @@ fs::path builtin_plugin_dir() {
 }
 
 std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& first,
-                                         const std::vector<fs::path>& config) {
+                                         const std::vector<fs::path>& config,
+                                         const fs::path& builtin) {
   std::vector<fs::path> dirs = first;
   dirs.insert(dirs.end(), config.begin(), config.end());
   if (const char* env = std::getenv("HOOKHOST_PLUGIN_PATH")) {
     const std::vector<fs::path> listed = split_folder_list(env);
     dirs.insert(dirs.end(), listed.begin(), listed.end());
   }
-  dirs.push_back(builtin_plugin_dir());
+  dirs.push_back(builtin.empty() ? builtin_plugin_dir() : builtin);
   std::vector<fs::path> unique;
   std::set<fs::path> seen;
   for (const auto& d : dirs) {

@@ -449,6 +449,10 @@ void Runtime::fail_job(const std::string& reason) {
   impl_->job.fail(reason);
 }
 
+void Runtime::complete(const std::string& reason) {
+  impl_->job.set_end_of_data(reason);
+}
+
 void Runtime::request_stop(hh_stop_cause cause, const std::string& reason) {
   impl_->job.request_stop(cause, reason);
 }

@@ -4,6 +4,7 @@
 
 #include <hookhost/ext/job.h>
 
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
@@ -511,6 +512,9 @@ fs::path find_runner_program(const SandboxOptions& options, std::string* tried) 
     return {};
   }
   std::vector<fs::path> candidates;
+  // A program that is not installed beside the runner names it (the Python package does).
+  if (const char* named = std::getenv("HOOKHOST_RUNNER"); named && *named)
+    candidates.emplace_back(named);
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) candidates.push_back(self.parent_path() / kRunnerName);

@@ -26,10 +26,11 @@ namespace hookhost {
 std::filesystem::path builtin_plugin_dir();
 
 // Plugin folders in search order: `first` (e.g. --plugin-dir), then `config`, then the folders in
-// HOOKHOST_PLUGIN_PATH (colon-separated), then the built-in folder. Duplicates removed.
+// HOOKHOST_PLUGIN_PATH (colon-separated), then the built-in folder (`builtin`, or
+// builtin_plugin_dir() when empty). Duplicates removed.
 std::vector<std::filesystem::path> plugin_search_path(
     const std::vector<std::filesystem::path>& first,
-    const std::vector<std::filesystem::path>& config);
+    const std::vector<std::filesystem::path>& config, const std::filesystem::path& builtin = {});
 
 // What the program refuses in a hook's parameter texts before resolve_params(), which lets these
 // through: integers beyond 64 bits, NaN and infinite floats, empty items in a list. Throws
@@ -46,6 +47,13 @@ struct JobOptions {
   JobConfig config;
   std::vector<std::filesystem::path> plugin_dirs;  // searched before the config's
   bool fresh = false;  // move an existing run directory aside instead of resuming it
+  // The embedder's own step (the Python package's loop, a C++ trainer): the job runs its hooks
+  // around this session instead of a [workload], which the configuration must then not have. It
+  // must outlive the Job; the embedder drives the steps through runtime() instead of run().
+  Session* session = nullptr;
+  // The built-in plugins' folder; empty: builtin_plugin_dir() (beside the program). A program
+  // that is not installed beside them (the Python interpreter) names it.
+  std::filesystem::path builtin_plugin_dir;
   // Validate only (hookhost run --check): every hook is created as for a run, sandboxed ones in
   // their runners, but the run directory is neither created nor locked, no checkpoint is read or
   // written, and hooks write their outputs to a temporary folder removed with the Job. Do not
@@ -67,6 +75,13 @@ class Job {
   // Runs to the end. `signal_number` is polled before each step: when it becomes nonzero the job
   // stops after the current step with cause HH_STOP_CAUSE_SIGNAL.
   JobResult run(const std::atomic<int>& signal_number);
+
+  // The job's runtime, for an embedder that drives the loop itself (JobOptions::session):
+  // start(), run() until should_stop(), close(). Everything else is as for run(): the run
+  // directory is locked, the newest checkpoint was restored before the hooks were created, and
+  // requested checkpoints go to the run directory's checkpoint folder.
+  Runtime& runtime();
+  Session& session();
 
   // Stops the job after the current step with cause HH_STOP_CAUSE_SIGNAL. [thread-safe]
   void stop_for_signal(int signal);

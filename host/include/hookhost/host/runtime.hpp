@@ -253,6 +253,10 @@ class Runtime {
   // Marks the job failed (the embedding program's own error); close() still delivers end().
   void fail_job(const std::string& reason);
 
+  // The embedder's own loop ran out of data (its last epoch ended): close() reports the job
+  // completed with this reason, unless a stop or a failure came first.
+  void complete(const std::string& reason);
+
   // Asks the job to stop after the current step. [thread-safe]
   void request_stop(hh_stop_cause cause, const std::string& reason);
 

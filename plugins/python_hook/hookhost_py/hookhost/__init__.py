@@ -205,6 +205,8 @@ class _StreamToLog:
             self._original.flush()
 
     def isatty(self):
+        if _current() is None and self._original is not None:
+            return self._original.isatty()  # the program's own output is what it was
         return False
 
     def __getattr__(self, name):
@@ -308,11 +310,24 @@ def _implements(hook, name):
     return getattr(method, "__func__", None) is not getattr(SessionRunHook, name)
 
 
-def _create(inst, script, script_given, module_name, class_name, args_json, python_path,
-            state_json):
+# Hook objects a MonitoredSession passes to python_hook instances of this process (`object = KEY`).
+_hook_objects = {}
+
+
+def _create(inst, script, script_given, module_name, class_name, object_key, args_json,
+            python_path, state_json):
     """Called by the plugin's create(), with `inst` as the running instance: makes the hook or
     raises _ConfigError. `script` and `python_path` are absolute already."""
     _install_streams()
+    if object_key:
+        hook = _hook_objects.get(object_key)
+        if hook is None:
+            raise _ConfigError("object: no hook object '%s' in this process (hook objects are "
+                               "given to hookhost.MonitoredSession(hooks=...), which runs them "
+                               "in its own process; a sandboxed hook needs script or module)"
+                               % object_key)
+        _set_hook(inst, hook, type(hook).__name__, state_json)
+        return
     for folder, given in reversed(python_path):
         if not os.path.isdir(folder):
             inst._logs.append(("warn", "python_path: no folder %s%s" % (
@@ -349,6 +364,10 @@ def _create(inst, script, script_given, module_name, class_name, args_json, pyth
     except BaseException as e:
         raise _ConfigError("args: %s(**%s) failed: %s" % (class_name, args_json.strip(),
                                                           _describe(e, skip=1))) from None
+    _set_hook(inst, hook, class_name, state_json)
+
+
+def _set_hook(inst, hook, class_name, state_json):
     inst._hook = hook
     if state_json:
         loader = getattr(hook, "load_state_dict", None)
@@ -498,3 +517,11 @@ class _Instance:
         if getter is None:
             return None
         return json.dumps(getter(), allow_nan=True)
+
+
+# The training loop's side (hookhost.MonitoredSession), in the installed package only: the
+# python_hook plugin compiles this file in alone, as a module without a package folder.
+if globals().get("__path__"):
+    from ._monitored_session import *  # noqa: E402,F401,F403
+    from ._monitored_session import __all__ as _loop_names
+    __all__ += _loop_names

@@ -1,0 +1,240 @@
+"""hookhost.MonitoredSession: hookhost's hooks around your own training loop.
+
+    with hookhost.MonitoredSession(config="hooks.ini", hooks=[MyHook()],
+                                   outputs=["loss"], parameters=model,
+                                   state={"model": model, "optimizer": optimizer}) as session:
+        while not session.should_stop():
+            session.run(train_step, next(batches))   # train_step(feeds, batch) -> {"loss": ...}
+
+Native hooks (.so plugins, in process or sandboxed) come from the configuration's [hook.NAME]
+sections, exactly as for `hookhost run`; Python hook objects (TensorFlow's SessionRunHook methods)
+from `hooks`. The C++ host runs them all: lifecycle order, failure policies, checkpoints.
+"""
+
+import io
+import os
+import sys
+
+from . import _hook_objects
+from . import _layout
+
+__all__ = ["MonitoredSession", "TorchRandomState", "ConfigError"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _installation(relative):
+    return os.path.normpath(os.path.join(_HERE, relative))
+
+
+# The host library; its import also makes sure hookhost-runner is found for sandboxed hooks.
+os.environ.setdefault("HOOKHOST_RUNNER", os.path.join(_installation(_layout.BIN_DIR),
+                                                      "hookhost-runner"))
+from . import _host  # noqa: E402  (after HOOKHOST_RUNNER is set)
+
+ConfigError = _host.ConfigError
+
+
+def _named_parameters(parameters):
+    """name -> tensor, from a module (named_parameters()), a mapping, or (name, tensor) pairs."""
+    if parameters is None:
+        return {}
+    if hasattr(parameters, "named_parameters"):
+        parameters = parameters.named_parameters()
+    items = parameters.items() if hasattr(parameters, "items") else parameters
+    named = {}
+    for name, tensor in items:
+        if not isinstance(name, str):
+            raise TypeError("parameters: names must be str, got %s" % type(name).__name__)
+        named[name] = tensor
+    return named
+
+
+def _hook_name(hook, taken):
+    base = getattr(hook, "name", None)
+    if not isinstance(base, str) or not base:
+        base = type(hook).__name__
+    name, n = base, 2
+    while name in taken:
+        name, n = "%s_%d" % (base, n), n + 1
+    return name
+
+
+class TorchRandomState:
+    """PyTorch's CPU random generator as a checkpointed object: state={"rng": TorchRandomState()}
+    restores it on resume, so dropout and shuffles continue as in an uninterrupted run."""
+
+    def state_dict(self):
+        import torch
+        return {"cpu": torch.get_rng_state()}
+
+    def load_state_dict(self, state):
+        import torch
+        torch.set_rng_state(state["cpu"])
+
+
+class MonitoredSession:
+    """Hooks around a training loop, as TensorFlow 1.x's MonitoredTrainingSession.
+
+    config       an INI file: [run] and [hook.NAME] sections as for `hookhost run` (no [workload]:
+                 the step is yours); errors name the file and line (hookhost.ConfigError)
+    hooks        Python hook objects (begin, after_create_session, before_run, after_run, end),
+                 run in this process by python_hook; a list, or a dict of instance name -> hook
+    outputs      the names the step returns that hooks may fetch
+    parameters   a torch.nn.Module (its named_parameters()), a dict or (name, tensor) pairs:
+                 hooks fetch them by name, without a copy
+    feedable     names hooks may feed; the step gets them in its `feeds` dict
+    state        name -> object with state_dict()/load_state_dict() (model, optimizer, scheduler,
+                 TorchRandomState()): saved in every checkpoint, restored on resume
+    run_dir      the run directory (default: the config's [run] run_dir, else hookhost-run)
+    save_checkpoint_steps   adds the built-in checkpoint_saver every N steps
+    last_step    the step the loop ends at, for progress displays
+    set          "section.key=value" overrides, as `hookhost run --set`
+    plugin_dirs  folders searched for plugins before the config's
+    fresh        move an existing run directory aside instead of resuming it
+    feeds_as     "torch" (default when torch is imported) or "numpy": the type of feeds' values
+    """
+
+    def __init__(self, config=None, hooks=(), *, outputs=("loss",), parameters=None, feedable=(),
+                 state=None, run_dir=None, save_checkpoint_steps=None, last_step=None, set=(),
+                 plugin_dirs=(), fresh=False, feeds_as=None):
+        self._state = dict(state or {})
+        for name, obj in self._state.items():
+            if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
+                raise TypeError("state['%s']: %s has no state_dict()/load_state_dict()" % (
+                    name, type(obj).__name__))
+        if self._state and "torch" not in sys.modules:
+            import torch  # noqa: F401  (checkpoints of state use torch.save and torch.load)
+        overrides = []
+        if run_dir is not None:
+            overrides.append("run.run_dir=%s" % os.fspath(run_dir))
+        if save_checkpoint_steps is not None:
+            overrides += ["hook.checkpoint_saver.plugin=checkpoint_saver",
+                          "hook.checkpoint_saver.save_steps=%d" % int(save_checkpoint_steps)]
+        overrides += list(set)
+        self._keys = []
+        named_hooks = hooks.items() if hasattr(hooks, "items") else None
+        taken = {}
+        for hook in (hooks if named_hooks is None else []):
+            taken[_hook_name(hook, taken)] = hook
+        for name, hook in (named_hooks or []):
+            taken[name] = hook
+        for name, hook in taken.items():
+            key = "%x:%s" % (id(self), name)
+            _hook_objects[key] = hook
+            self._keys.append(key)
+            overrides += ["hook.%s.plugin=python_hook" % name, "hook.%s.object=%s" % (name, key)]
+        self._feedable = list(feedable)
+        self._feeds_as = feeds_as or ("torch" if "torch" in sys.modules else "numpy")
+        dirs = [os.fspath(d) for d in plugin_dirs]
+        self.result = None
+        self._entered = False
+        try:
+            self._job = _host.Job(
+                config=None if config is None else os.fspath(config), overrides=overrides,
+                plugin_dirs=dirs, builtin_plugin_dir=_installation(_layout.PLUGIN_DIR), fresh=fresh, outputs=list(outputs),
+                parameters=_named_parameters(parameters), feedable=list(feedable),
+                save=self._save_state if self._state else None,
+                restore=self._restore_state if self._state else None, last_step=last_step)
+        except BaseException:
+            self._forget_hooks()
+            raise
+
+    # ---- the loop ---------------------------------------------------------------------------
+
+    def __enter__(self):
+        self._entered = True
+        self._job.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self._job.request_stop("KeyboardInterrupt at global step %d" % self.global_step,
+                                   signal=True)
+        elif exc_type is not None:
+            self._job.fail("the training loop raised %s: %s" % (exc_type.__name__, exc))
+        else:
+            self._job.complete("the training loop ended")
+        self.close()
+        return False
+
+    def run(self, step, *args, **kwargs):
+        """One step: the hooks' before_run, then step(feeds, *args, **kwargs), then their
+        after_run. Returns what step returned: a dict of named tensors (the `outputs` hooks
+        fetch). An exception of the step is raised here once the hooks' step has ended."""
+        if not self._entered:
+            raise RuntimeError("use the session in a `with` block (it calls begin and end)")
+        if self._feedable and self._feeds_as == "torch":
+            return self._job.run(self._torch_feeds(step), args, kwargs)
+        return self._job.run(step, args, kwargs)
+
+    def should_stop(self):
+        """True once a hook asked to stop, a stop was requested, or the job failed."""
+        return self._job.should_stop()
+
+    @property
+    def global_step(self):
+        """Steps completed, counting those of the run this one resumed."""
+        return self._job.global_step
+
+    @property
+    def run_dir(self):
+        return self._job.run_dir
+
+    def request_stop(self, reason="requested by the training loop"):
+        self._job.request_stop(reason)
+
+    def request_checkpoint(self, reason="requested by the training loop"):
+        """A checkpoint (hooks' states and `state`) at the next step boundary."""
+        self._job.request_checkpoint(reason)
+
+    def last_checkpoint(self):
+        return self._job.last_checkpoint()
+
+    def reports(self):
+        """Per hook: calls, failures and time per callback."""
+        return self._job.reports()
+
+    def close(self):
+        """Delivers end() to every hook (once) and returns how the job ended: a dict with outcome
+        ("completed", "stopped" or "failed"), reason, global_step and steps_run."""
+        if self.result is None:
+            try:
+                self.result = self._job.close()
+            finally:
+                self._forget_hooks()
+        return self.result
+
+    # ---- the package's side -----------------------------------------------------------------
+
+    @staticmethod
+    def _torch_feeds(step):
+        import torch
+
+        def with_tensors(feeds, *args, **kwargs):
+            if feeds:
+                feeds = {k: torch.from_numpy(v) for k, v in feeds.items()}
+            return step(feeds, *args, **kwargs)
+        return with_tensors
+
+    def _forget_hooks(self):
+        for key in self._keys:
+            _hook_objects.pop(key, None)
+        self._keys = []
+
+    def _save_state(self):
+        import torch
+        buffer = io.BytesIO()
+        torch.save({name: obj.state_dict() for name, obj in self._state.items()}, buffer)
+        return buffer.getvalue()
+
+    def _restore_state(self, data):
+        import torch
+        # weights_only: tensors, numbers, strings and containers, never arbitrary objects.
+        saved = torch.load(io.BytesIO(data), weights_only=True)
+        missing = [name for name in self._state if name not in saved]
+        if missing:
+            raise ValueError("the checkpoint holds no state for %s (it has: %s)" % (
+                ", ".join(missing), ", ".join(sorted(saved)) or "nothing"))
+        for name, obj in self._state.items():
+            obj.load_state_dict(saved[name])
