@@ -12,7 +12,9 @@ from `hooks`. The C++ host runs them all: lifecycle order, failure policies, che
 """
 
 import io
+import json
 import os
+import struct
 import sys
 
 from . import _hook_objects
@@ -223,18 +225,73 @@ class MonitoredSession:
         self._keys = []
 
     def _save_state(self):
-        import torch
-        buffer = io.BytesIO()
-        torch.save({name: obj.state_dict() for name, obj in self._state.items()}, buffer)
-        return buffer.getvalue()
+        return _encode_state({name: obj.state_dict() for name, obj in self._state.items()})
 
     def _restore_state(self, data):
-        import torch
-        # weights_only: tensors, numbers, strings and containers, never arbitrary objects.
-        saved = torch.load(io.BytesIO(data), weights_only=True)
+        saved = _decode_state(data)
         missing = [name for name in self._state if name not in saved]
         if missing:
             raise ValueError("the checkpoint holds no state for %s (it has: %s)" % (
                 ", ".join(missing), ", ".join(sorted(saved)) or "nothing"))
         for name, obj in self._state.items():
             obj.load_state_dict(saved[name])
+
+
+# ---- the training state in a checkpoint -------------------------------------------------------
+# What state_dict()s hold (containers, numbers, strings and tensors), without pickle: the
+# structure as JSON, with every tensor replaced by its index in a list of tensors that torch.save
+# writes and torch.load(weights_only=True) reads (PyTorch 1.13's safe loader takes tensors but not
+# Python floats, which optimizers' state_dicts are full of).
+_STATE_MAGIC = b"hookhost-python-state/1\n"
+
+
+def _encode(value, tensors, path):
+    import torch
+    if isinstance(value, torch.Tensor):
+        tensors.append(value.detach())
+        return {"tensor": len(tensors) - 1}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"v": value}
+    if isinstance(value, dict):
+        return {"dict": [[_encode(k, tensors, path + "[key]"),
+                          _encode(v, tensors, "%s[%r]" % (path, k))] for k, v in value.items()]}
+    if type(value) in (list, tuple):
+        return {type(value).__name__: [_encode(v, tensors, "%s[%d]" % (path, i))
+                                       for i, v in enumerate(value)]}
+    raise TypeError("%s: a %s cannot be checkpointed (state_dict() values may be tensors, numbers, "
+                    "strings, None, and dicts, lists and tuples of them)" % (
+                        path, type(value).__name__))
+
+
+def _decode(node, tensors):
+    if "tensor" in node:
+        return tensors[node["tensor"]]
+    if "v" in node:
+        return node["v"]
+    if "dict" in node:
+        return {_decode(k, tensors): _decode(v, tensors) for k, v in node["dict"]}
+    if "list" in node:
+        return [_decode(v, tensors) for v in node["list"]]
+    return tuple(_decode(v, tensors) for v in node["tuple"])
+
+
+def _encode_state(state):
+    import torch
+    tensors = []
+    structure = json.dumps({name: _encode(value, tensors, "state[%r]" % name)
+                            for name, value in state.items()}).encode()
+    buffer = io.BytesIO()
+    torch.save(tensors, buffer)
+    return _STATE_MAGIC + struct.pack("<Q", len(structure)) + structure + buffer.getvalue()
+
+
+def _decode_state(data):
+    import torch
+    if not data.startswith(_STATE_MAGIC):
+        raise ValueError("the checkpoint's training state was not written by hookhost's "
+                         "MonitoredSession")
+    at = len(_STATE_MAGIC)
+    (size,) = struct.unpack_from("<Q", data, at)
+    structure = json.loads(data[at + 8:at + 8 + size])
+    tensors = torch.load(io.BytesIO(data[at + 8 + size:]), weights_only=True)
+    return {name: _decode(node, tensors) for name, node in structure.items()}
