@@ -48,7 +48,7 @@ set(_installed_docs "${CMAKE_CURRENT_BINARY_DIR}/package/doc")
 file(READ "${PROJECT_SOURCE_DIR}/cmake/installed-readme-lead.md" _lead)
 file(READ "${PROJECT_SOURCE_DIR}/README.md" _readme)
 file(WRITE "${_installed_docs}/README.md" "${_lead}\n${_readme}")
-set(_example_configs demo.ini python/loss_hook.ini python/more_hooks.ini)
+set(_example_configs demo.ini python/loss_hook.ini python/more_hooks.ini pytorch/digits.ini)
 foreach(_ini IN LISTS _example_configs)
   file(READ "${PROJECT_SOURCE_DIR}/examples/${_ini}" _text)
   string(REGEX REPLACE "\nrun_dir *=[^\n]*" "" _text "${_text}")
@@ -64,4 +64,5 @@ set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_D
 install(FILES "${_installed_docs}/README.md" DESTINATION ${HOOKHOST_INSTALL_DOC_DIR})
 install(DIRECTORY docs/ DESTINATION ${HOOKHOST_INSTALL_DOC_DIR}/docs)
 install(DIRECTORY examples/ DESTINATION ${HOOKHOST_INSTALL_DOC_DIR}/examples
-        PATTERN demo.ini EXCLUDE PATTERN loss_hook.ini EXCLUDE PATTERN more_hooks.ini EXCLUDE)
+        PATTERN demo.ini EXCLUDE PATTERN loss_hook.ini EXCLUDE PATTERN more_hooks.ini EXCLUDE
+        PATTERN digits.ini EXCLUDE PATTERN __pycache__ EXCLUDE)

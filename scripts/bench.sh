@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all=(dispatch_bench sandbox_bench observer_bench checkpoint_bench record_bench job_bench discovery_bench
-  python_bench mpi_bench)
+  python_bench mpi_bench pytorch_bench)
 selected=("$@")
 [ ${#selected[@]} -gt 0 ] || selected=("${all[@]}")
 repetitions=${HOOKHOST_BENCH_REPETITIONS:-3}
@@ -25,6 +25,15 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 for bench in "${selected[@]}"; do
   echo "== $bench =="
+  if [ "$bench" = pytorch_bench ]; then  # the Python package around a PyTorch loop
+    if ls build-bench/python/hookhost/_host.*.so >/dev/null 2>&1; then
+      HOOKHOST_BENCH_REPETITIONS=$repetitions PYTHONDONTWRITEBYTECODE=1 \
+        /usr/bin/python3 bench/pytorch_bench.py build-bench 2>/dev/null | tee "$results/$bench.txt"
+    else
+      echo "$bench: the Python package was not built" | tee "$results/$bench.txt"
+    fi
+    continue
+  fi
   if [ ! -x "build-bench/bin/$bench" ]; then  # python_bench exists only where python_hook is built
     echo "$bench was not built" | tee "$results/$bench.txt"
     continue

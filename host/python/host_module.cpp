@@ -15,6 +15,7 @@
 #include <cstring>
 #include <hookhost/host/job.hpp>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,14 +29,53 @@ using hookhost::StepResult;
 using hookhost::StepStatus;
 using hookhost::Tensor;
 
-// Releases what a value's view points into, with the GIL: an exporter's deleter may touch Python
-// objects, and the runtime drops a step's values on the training thread, outside Python.
-template <typename F>
-std::shared_ptr<const void> owner_of(void* resource, F release) {
-  return std::shared_ptr<const void>(resource, [release](const void* p) {
-    py::gil_scoped_acquire gil;
-    release(const_cast<void*>(p));
-  });
+// What a value's view points into is released with the GIL held (an exporter's deleter may touch
+// Python objects), but the runtime drops a step's values on the training thread outside Python:
+// they wait here, and the next entry into Python releases them all, without a GIL round trip each.
+class Releases {
+ public:
+  using Release = void (*)(void*);
+  void later(void* resource, Release release) {
+    std::lock_guard lock(mutex_);
+    pending_.emplace_back(resource, release);
+  }
+  void now() {  // with the GIL
+    std::vector<std::pair<void*, Release>> due;
+    {
+      std::lock_guard lock(mutex_);
+      due.swap(pending_);
+    }
+    for (auto& [resource, release] : due) release(resource);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<void*, Release>> pending_;
+};
+Releases g_releases;
+
+std::shared_ptr<const void> owner_of(void* resource, Releases::Release release) {
+  return std::shared_ptr<const void>(
+      resource, [release](const void* p) { g_releases.later(const_cast<void*>(p), release); });
+}
+
+// PyTorch's own DLPack export, looked up once torch is imported: a third of the cost of
+// tensor.detach().__dlpack__(), and it takes a tensor that requires grad (the view shares its
+// storage; hooks read, never write, it).
+struct TorchExport {
+  py::object tensor_type;
+  py::object to_dlpack;
+};
+const TorchExport* torch_export() {
+  // Never freed: its references would be dropped after the interpreter is gone.
+  static const TorchExport* found = nullptr;
+  if (!found) {
+    py::dict modules = py::module_::import("sys").attr("modules");
+    if (!modules.contains("torch")) return nullptr;
+    py::module_ torch = py::reinterpret_borrow<py::module_>(modules["torch"]);
+    found = new TorchExport{torch.attr("Tensor"), torch.attr("_C").attr("_to_dlpack")};
+  }
+  return found;
 }
 
 // A DLPack capsule's tensor, borrowed: the capsule is consumed ("used_dltensor"), and the managed
@@ -136,6 +176,12 @@ Tensor to_tensor(py::handle value, const std::string& name) {
     if (PyFloat_Check(value.ptr())) return Tensor::scalar_f64(PyFloat_AS_DOUBLE(value.ptr()));
     if (PyBool_Check(value.ptr())) return Tensor::scalar_bool(value.ptr() == Py_True);
     if (PyLong_Check(value.ptr())) return Tensor::scalar_i64(value.cast<int64_t>());
+    if (const TorchExport* torch = torch_export();
+        torch && PyObject_IsInstance(value.ptr(), torch->tensor_type.ptr()) == 1) {
+      py::object tensor = py::reinterpret_borrow<py::object>(value);
+      if (tensor.attr("is_cuda").cast<bool>()) tensor = tensor.attr("detach")().attr("cpu")();
+      return from_dlpack_capsule(torch->to_dlpack(tensor), name);
+    }
     if (PyObject_CheckBuffer(value.ptr())) {
       if (auto borrowed = from_buffer(value, name)) return std::move(*borrowed);
       py::object copy = py::module_::import("numpy").attr("ascontiguousarray")(value);
@@ -239,6 +285,7 @@ class StepSession final : public hookhost::Session {
   StepResult run(const std::vector<std::string>& fetches,
                  const hookhost::TensorMap& feeds) override {
     py::gil_scoped_acquire gil;
+    g_releases.now();  // the previous step's values
     StepResult out;
     py::dict feed_dict;
     for (const auto& [name, value] : feeds) feed_dict[py::str(name)] = to_numpy(value);
@@ -374,8 +421,11 @@ class PyJob {
   }
 
   ~PyJob() {
-    py::gil_scoped_release release;
-    job_.reset();
+    {
+      py::gil_scoped_release release;
+      job_.reset();
+    }
+    g_releases.now();
   }
 
   bool start() {
@@ -395,6 +445,7 @@ class PyJob {
       runtime.run();
     }
     session_->set_step(py::none(), py::tuple(), py::dict());
+    g_releases.now();
     if (auto error = session_->take_error()) throw std::move(*error);
     return session_->take_returned();
   }
@@ -416,6 +467,7 @@ class PyJob {
       py::gil_scoped_release release;
       result = job_->runtime().close();
     }
+    g_releases.now();
     return result_dict(result);
   }
 
