@@ -28,7 +28,8 @@ for bench in "${selected[@]}"; do
   if [ "$bench" = pytorch_bench ]; then  # the Python package around a PyTorch loop
     if ls build-bench/python/hookhost/_host.*.so >/dev/null 2>&1; then
       HOOKHOST_BENCH_REPETITIONS=$repetitions PYTHONDONTWRITEBYTECODE=1 \
-        /usr/bin/python3 bench/pytorch_bench.py build-bench 2>/dev/null | tee "$results/$bench.txt"
+        /usr/bin/python3 bench/pytorch_bench.py build-bench 2>"$results/$bench.log" |
+        tee "$results/$bench.txt" || { tail -n 20 "$results/$bench.log" >&2; exit 1; }
     else
       echo "$bench: the Python package was not built" | tee "$results/$bench.txt"
     fi
