@@ -180,7 +180,16 @@ Tensor to_tensor(py::handle value, const std::string& name) {
         torch && PyObject_IsInstance(value.ptr(), torch->tensor_type.ptr()) == 1) {
       py::object tensor = py::reinterpret_borrow<py::object>(value);
       if (tensor.attr("is_cuda").cast<bool>()) tensor = tensor.attr("detach")().attr("cpu")();
-      return from_dlpack_capsule(torch->to_dlpack(tensor), name);
+      py::object capsule;
+      try {
+        capsule = torch->to_dlpack(tensor);
+      } catch (py::error_already_set&) {
+        // A type PyTorch 1.13 does not export (bool): its NumPy view, the same memory.
+        py::object array = tensor.attr("detach")().attr("numpy")();
+        if (auto borrowed = from_buffer(array, name)) return std::move(*borrowed);
+        throw;
+      }
+      return from_dlpack_capsule(capsule, name);
     }
     if (PyObject_CheckBuffer(value.ptr())) {
       if (auto borrowed = from_buffer(value, name)) return std::move(*borrowed);

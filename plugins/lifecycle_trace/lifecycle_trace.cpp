@@ -63,6 +63,12 @@ void append_json_element(std::string& out, const hookhost::TensorView& view, std
     case HH_DTYPE_I64: append_json_number(out, element<int64_t>(t, i)); break;
     case HH_DTYPE_U8: append_json_number(out, element<uint8_t>(t, i)); break;
     case HH_DTYPE_BOOL: out += element<uint8_t>(t, i) ? "true" : "false"; break;
+    case HH_DTYPE_I8:
+    case HH_DTYPE_I16:
+      append_json_number(out, static_cast<int64_t>(hh_tensor_get_double(&t, i)));
+      break;
+    case HH_DTYPE_F16:
+    case HH_DTYPE_BF16: append_json_number(out, hh_tensor_get_double(&t, i)); break;
     case HH_DTYPE_STRING: append_json_string(out, view.string_at(i)); break;
     default: out += "null";
   }

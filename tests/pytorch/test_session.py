@@ -339,6 +339,27 @@ def test_outputs_of_every_kind_reach_native_hooks(tmp_path):
     assert fetched["flag"] in (True, 1)
 
 
+def test_tensors_of_every_dtype_and_the_empty_one_reach_native_hooks(tmp_path):
+    # bool is one PyTorch 1.13 cannot export through DLPack: it goes through its NumPy view.
+    outputs = {"f16": torch.tensor([1.5], dtype=torch.float16),
+               "bf16": torch.tensor([2.5], dtype=torch.bfloat16),
+               "i8": torch.tensor([-3], dtype=torch.int8), "i16": torch.tensor([4], dtype=torch.int16),
+               "i32": torch.tensor([5], dtype=torch.int32), "i64": torch.tensor([-6]),
+               "u8": torch.tensor([7], dtype=torch.uint8), "b": torch.tensor([True, False]),
+               "f64": torch.tensor(7.25, dtype=torch.float64), "empty": torch.zeros(0, 3),
+               "grad": torch.ones(2, requires_grad=True) * 2}
+    trace = tmp_path / "trace.jsonl"
+    with hookhost.MonitoredSession(outputs=list(outputs), run_dir=tmp_path / "run", set=[
+            "hook.t.plugin=lifecycle_trace", "hook.t.path=%s" % trace,
+            "hook.t.fetch=" + ",".join(outputs)]) as s:
+        s.run(lambda feeds: outputs)
+    assert s.result["outcome"] == "completed", s.result
+    fetched = [r for r in read_trace(trace) if r["callback"] == "after_run"][0]["fetched"]
+    assert fetched == {"f16": [1.5], "bf16": [2.5], "i8": [-3], "i16": [4], "i32": [5],
+                       "i64": [-6], "u8": [7], "b": [True, False], "f64": 7.25, "empty": [],
+                       "grad": [2.0, 2.0]}
+
+
 def test_cuda_tensors_reach_hooks(tmp_path):
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device here (torch.cuda.is_available() is False)")
