@@ -670,7 +670,8 @@ TEST(ElfNote, EveryBuiltInDeclaresWhatItTouchesItself) {
   if (!fs::exists(builtin_plugin("python_hook"))) GTEST_SKIP() << "python_hook is not built";
   NoteReadResult py = read_plugin_note(builtin_plugin("python_hook"));
   ASSERT_TRUE(py.metadata) << py.error;
-  EXPECT_EQ(py.metadata->needs, (PluginNeeds{{}, {}, {"script", "python_path"}, {}, false, false}));
+  EXPECT_EQ(py.metadata->needs,
+            (PluginNeeds{{"/etc/ssl/certs"}, {}, {"script", "python_path"}, {}, false, false}));
 }
 
 TEST(ElfNoteDescriptor, RejectsShortDescriptor) {

@@ -179,10 +179,13 @@ Tensor to_tensor(py::handle value, const std::string& name) {
     if (const TorchExport* torch = torch_export();
         torch && PyObject_IsInstance(value.ptr(), torch->tensor_type.ptr()) == 1) {
       py::object tensor = py::reinterpret_borrow<py::object>(value);
-      if (tensor.attr("is_cuda").cast<bool>()) tensor = tensor.attr("detach")().attr("cpu")();
       py::object capsule;
       try {
         capsule = torch->to_dlpack(tensor);
+        const auto* exported =
+            static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+        if (exported && exported->dl_tensor.device.device_type != kDLCPU)  // one host copy
+          capsule = torch->to_dlpack(tensor.attr("detach")().attr("cpu")());
       } catch (py::error_already_set&) {
         // A type PyTorch 1.13 does not export (bool): its NumPy view, the same memory.
         py::object array = tensor.attr("detach")().attr("numpy")();
