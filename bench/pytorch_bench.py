@@ -38,14 +38,18 @@ def step(feeds):
     return OUTPUTS
 
 
-def per_step(loop):
-    """Median seconds per step of `loop(n)` over the repetitions (the first is a warm-up)."""
-    times = []
-    for _ in range(REPETITIONS + 1):
-        t0 = time.perf_counter()
-        loop(STEPS)
-        times.append((time.perf_counter() - t0) / STEPS)
-    return statistics.median(times[1:])
+def per_step(loops):
+    """Median seconds per step of each `loop(n)`, over the repetitions (the first a warm-up). The
+    loops take turns, repetition by repetition, so a drift of the machine's speed reaches every
+    figure alike instead of the ones measured last."""
+    times = {name: [] for name in loops}
+    for repetition in range(REPETITIONS + 1):
+        for name, loop in loops.items():
+            t0 = time.perf_counter()
+            loop(STEPS)
+            if repetition:
+                times[name].append((time.perf_counter() - t0) / STEPS)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def bare(n):
@@ -155,18 +159,23 @@ def goal(name, measured, limit):
 
 def main():
     us = 1e6
-    t_bare = per_step(bare)
-    t_cb1 = per_step(with_callbacks([NoopCallback()]))
     folder = tempfile.mkdtemp(dir=WORK)
-    t_plain_example = per_step(with_callbacks([PlainExampleHooks(folder)]))
-    t_none = per_step(session_loop("none"))
-    t_native = per_step(session_loop("native", noop_native()))
-    t_python = per_step(session_loop("python", hooks=[NoopCallback()]))
     outputs = ("loss", "accuracy", "epoch_loss", "small", "big")
-    t_small = per_step(session_loop("small", noop_native("small"), outputs=outputs))
-    t_big = per_step(session_loop("big", noop_native("big"), outputs=outputs))
-    t_example = per_step(session_loop("example", example_hooks(),
-                                      outputs=("loss", "accuracy", "epoch_loss")))
+    t = per_step({
+        "bare": bare,
+        "cb1": with_callbacks([NoopCallback()]),
+        "plain_example": with_callbacks([PlainExampleHooks(folder)]),
+        "none": session_loop("none"),
+        "native": session_loop("native", noop_native()),
+        "python": session_loop("python", hooks=[NoopCallback()]),
+        "small": session_loop("small", noop_native("small"), outputs=outputs),
+        "big": session_loop("big", noop_native("big"), outputs=outputs),
+        "example": session_loop("example", example_hooks(),
+                                outputs=("loss", "accuracy", "epoch_loss")),
+    })
+    t_bare, t_cb1, t_plain_example = t["bare"], t["cb1"], t["plain_example"]
+    t_none, t_native, t_python = t["none"], t["native"], t["python"]
+    t_small, t_big, t_example = t["small"], t["big"], t["example"]
     rows = [
         ("the step alone (floor)", t_bare),
         ("+ 1 no-op Python callback, plain loop (floor)", t_cb1),
