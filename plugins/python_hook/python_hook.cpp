@@ -25,6 +25,7 @@
 #include <hookhost/hook.hpp>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace py = pybind11;
@@ -53,6 +54,7 @@ struct CallFrame {
 struct PerThread {
   PyThreadState* state = nullptr;
   CallFrame* frame = nullptr;
+  bool interrupted = false;  // the last error take_error() took was a KeyboardInterrupt
 };
 constinit thread_local PerThread t_thread;
 
@@ -160,6 +162,9 @@ struct Bridge {
   PyObject* state_json;
 };
 Bridge* g_bridge = nullptr;  // never freed: the interpreter is never finalized by this plugin
+// The interpreter is the program's (it runs its loop in Python, with Python's SIGINT handling),
+// not one this plugin started.
+bool g_programs_interpreter = false;
 
 // SessionRunContext's own attributes are __slots__: the bridge reads and writes them in place.
 struct ContextSlots {
@@ -220,6 +225,7 @@ void ensure_interpreter() {
   std::call_once(once, [] {
     make_libpython_global();
     const bool ours = !Py_IsInitialized();
+    g_programs_interpreter = !ours;
     // No signal handlers: SIGINT and SIGTERM stay the host's. No program folder on sys.path.
     if (ours) py::initialize_interpreter(false, 0, nullptr, false);
     {
@@ -310,6 +316,7 @@ std::string utf8(PyObject* text) {
 // The pending Python exception as "Type: message" and the last frames of its traceback (the
 // first `skip` frames left out); clears it, and drops every frame it held.
 std::string take_error(int skip) {
+  t_thread.interrupted = PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) != 0;
   PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
   PyErr_Fetch(&type, &value, &trace);
   PyErr_NormalizeException(&type, &value, &trace);
@@ -898,6 +905,17 @@ class PythonHook : public hookhost::Hook {
   // Logs, then the stop, then the error: a hook that logs and raises shows both.
   void finish(FrameScope& frame, const char* callback, bool stop, const std::string& error) {
     drain_logs();
+    if (!error.empty() && std::exchange(t_thread.interrupted, false) && g_programs_interpreter) {
+      // Ctrl-C reached Python while this hook ran in a program that runs its loop in Python: it
+      // is the program's, not the hook's failure. The job stops, and the program sees its
+      // KeyboardInterrupt again at its next line of Python. (An interpreter this plugin started
+      // has no SIGINT handler to raise it: there, a hook that raises it has failed.)
+      PyErr_SetInterrupt();
+      host().request_stop(class_name_ + "." + callback +
+                          " was interrupted by KeyboardInterrupt at global step " +
+                          std::to_string(frame.step()));
+      return;
+    }
     if (stop)
       host().request_stop(class_name_ + "." + callback + " called request_stop() at global step " +
                           std::to_string(frame.step()));

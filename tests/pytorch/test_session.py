@@ -369,3 +369,62 @@ def test_cuda_tensors_reach_hooks(tmp_path):
                                    run_dir=tmp_path / "run") as s:
         s.run(lambda feeds: {})
     np.testing.assert_array_equal(py.values[-1][0], model.weight.detach().cpu().numpy())
+
+
+class Interrupted(hookhost.SessionRunHook):
+    """Ctrl-C while the hook's own Python runs (raised here as Python raises it from its handler)."""
+
+    def __init__(self, at):
+        self.at = at
+
+    def after_run(self, run_context, run_values):
+        if hookhost.global_step() == self.at:
+            raise KeyboardInterrupt
+
+
+def test_keyboard_interrupt_inside_a_python_hook_is_the_programs_not_the_hooks(tmp_path):
+    trace = tmp_path / "py.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        with hookhost.MonitoredSession(hooks={"ctrl_c": Interrupted(at=2), "py": TraceHook(str(trace))},
+                                       outputs=(), run_dir=tmp_path / "run") as session:
+            for _ in range(10):
+                session.run(lambda feeds: {})
+    assert session.global_step == 2  # the loop did not go on
+    assert session.result["outcome"] == "stopped"
+    assert "KeyboardInterrupt" in session.result["reason"]
+    report = {r["name"]: r for r in session.reports()}["ctrl_c"]
+    assert not report["disabled"], report["failure"]  # not a failure of the hook
+    assert read_trace(trace)[-1]["outcome"] == "stopped"
+
+
+def test_ctrl_c_while_a_python_hook_sleeps_stops_the_loop(tmp_path):
+    trace = tmp_path / "py.jsonl"
+    script = tmp_path / "loop.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {PYTHON_DIR!r})
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import hookhost
+        from conftest import TraceHook
+
+        class Slow(hookhost.SessionRunHook):
+            def after_run(self, run_context, run_values):
+                time.sleep(0.05)
+
+        with hookhost.MonitoredSession(hooks={{"slow": Slow(), "py": TraceHook({str(trace)!r})}},
+                                       outputs=(), run_dir={str(tmp_path / 'run')!r}) as s:
+            while not s.should_stop():
+                s.run(lambda feeds: {{}})
+                print(s.global_step, flush=True)
+        """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if int(line) >= 3:
+            break
+    proc.send_signal(2)  # most likely lands in the hook's sleep
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert "disabled" not in err
+    end = read_trace(trace)[-1]
+    assert end["callback"] == "end" and end["outcome"] == "stopped"
