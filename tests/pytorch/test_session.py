@@ -428,3 +428,43 @@ def test_ctrl_c_while_a_python_hook_sleeps_stops_the_loop(tmp_path):
     assert "disabled" not in err
     end = read_trace(trace)[-1]
     assert end["callback"] == "end" and end["outcome"] == "stopped"
+
+
+@pytest.mark.parametrize("fault", ["exit", "hang"])
+def test_a_sandboxed_python_hook_that_exits_or_hangs_does_not_stop_the_loop(tmp_path, fault):
+    (tmp_path / "faulty.py").write_text(textwrap.dedent("""\
+        import os, time
+        import hookhost
+
+        class Faulty(hookhost.SessionRunHook):
+            def __init__(self, fault):
+                self.fault = fault
+
+            def after_run(self, run_context, run_values):
+                if hookhost.global_step() == 2:
+                    if self.fault == "exit":
+                        os._exit(3)
+                    time.sleep(600)
+        """))
+    ini = write_ini(tmp_path, textwrap.dedent(f"""\
+        [run]
+        run_dir = run
+        [hook.faulty]
+        plugin = python_hook
+        script = faulty.py
+        class = Faulty
+        args = {{"fault": "{fault}"}}
+        isolation = process
+        call_timeout_ms = 2000
+        on_crash = disable
+        """))
+    trace = tmp_path / "py.jsonl"
+    with hookhost.MonitoredSession(ini, hooks={"py": TraceHook(str(trace))}, outputs=()) as s:
+        for _ in range(5):
+            s.run(lambda feeds: {})
+    assert s.result["outcome"] == "completed" and s.global_step == 5
+    report = {r["name"]: r for r in s.reports()}["faulty"]
+    assert report["disabled"]
+    assert ("exited with status 3" if fault == "exit" else "2000") in report["failure"], \
+        report["failure"]
+    assert len([r for r in read_trace(trace) if r["callback"] == "after_run"]) == 5
