@@ -1,0 +1,109 @@
+// A Job from a configuration file around the embedder's own session (JobOptions::session), driven
+// by the embedder's loop through Job::runtime(): what the Python package's MonitoredSession is
+// built on, reached through the installed header alone.
+#include <hookhost/host/job.hpp>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// Steps count up; "loss" is 1 / (step + 1); the state is the step as text.
+class CountingSession final : public Session {
+ public:
+  void create(int) override {}
+  int64_t global_step() const override { return step_; }
+  std::vector<std::string> fetchable() const override { return {"loss"}; }
+  std::vector<std::string> feedable() const override { return {}; }
+  StepResult run(const std::vector<std::string>& fetches, const TensorMap&) override {
+    StepResult out;
+    for (const auto& name : fetches)
+      out.values.emplace(name, Tensor::scalar_f32(1.0f / static_cast<float>(step_ + 1)));
+    ++step_;
+    ++runs;
+    return out;
+  }
+  std::string save_state() const override { return std::to_string(step_); }
+  void restore_state(std::string_view bytes) override { step_ = std::stoll(std::string(bytes)); }
+  int runs = 0;
+
+ private:
+  int64_t step_ = 0;
+};
+
+JobOptions options_for(const fs::path& ini, Session& session) {
+  JobOptions options;
+  options.config = load_job_config(ini, {"run.log_level=off"});
+  options.session = &session;
+  options.builtin_plugin_dir = HOOKHOST_BUILTIN_DIR;
+  return options;
+}
+
+TEST(EmbeddingJob, HooksFromAFileRunAroundTheProgramsSessionAndItsLoop) {
+  TempDir dir;
+  write_file(dir.path() / "job.ini",
+             "[run]\nrun_dir = run\n[hook.stop]\nplugin = stop_at_step\nlast_step = 5\n"
+             "[hook.saver]\nplugin = checkpoint_saver\nsave_steps = 2\n");
+  CountingSession session;
+  {
+    Job job(options_for(dir.path() / "job.ini", session));
+    Runtime& runtime = job.runtime();
+    ASSERT_TRUE(runtime.start());
+    while (!runtime.should_stop()) runtime.run({"loss"});
+    const JobResult result = runtime.close();
+    EXPECT_EQ(result.outcome, Outcome::stopped);
+    EXPECT_EQ(result.global_step, 5);
+    EXPECT_EQ(&job.session(), &session);
+  }
+  EXPECT_EQ(session.runs, 5);
+  EXPECT_TRUE(fs::exists(dir.path() / "run" / "checkpoints" / "model.ckpt-5"));  // the final save
+
+  // A new job in the same run directory resumes the session before any hook is created: at the
+  // limit already, the loop runs no step.
+  CountingSession resumed;
+  Job again(options_for(dir.path() / "job.ini", resumed));
+  EXPECT_EQ(resumed.global_step(), 5);
+  ASSERT_TRUE(again.runtime().start());
+  while (!again.runtime().should_stop()) again.runtime().run();
+  EXPECT_EQ(resumed.runs, 0);
+}
+
+TEST(EmbeddingJob, TheLoopsOwnEndIsACompletedJob) {
+  TempDir dir;
+  write_file(dir.path() / "job.ini", "[run]\nrun_dir = run\n");
+  CountingSession session;
+  Job job(options_for(dir.path() / "job.ini", session));
+  ASSERT_TRUE(job.runtime().start());
+  for (int i = 0; i < 3; ++i) job.runtime().run();
+  job.runtime().complete("the data ran out");
+  const JobResult result = job.runtime().close();
+  EXPECT_EQ(result.outcome, Outcome::completed);
+  EXPECT_EQ(result.reason, "the data ran out");
+  EXPECT_EQ(result.global_step, 3);
+}
+
+TEST(EmbeddingJob, AWorkloadSectionIsRefusedWithItsLine) {
+  TempDir dir;
+  write_file(dir.path() / "job.ini", "[run]\nrun_dir = run\n\n[workload]\nname = linreg\n");
+  CountingSession session;
+  try {
+    Job job(options_for(dir.path() / "job.ini", session));
+    FAIL() << "a [workload] section was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("job.ini:4"), HasSubstr("[workload] is not used"),
+                                HasSubstr("remove the section")));
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "run"));  // nothing was started
+}
+
+}  // namespace
+}  // namespace hookhost::testing
