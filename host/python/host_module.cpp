@@ -8,17 +8,18 @@
 #include <pybind11/stl.h>
 
 #include <hookhost/dlpack.h>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <atomic>
+
 #include <cstring>
+#include <functional>
 #include <hookhost/host/job.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace py = pybind11;
