@@ -170,8 +170,8 @@ std::optional<Tensor> from_buffer(py::handle value, const std::string& name) {
 
 // A named value the step returned (or a parameter), as the hooks see it: a PyTorch tensor through
 // DLPack (detached: the same storage), anything else with __dlpack__ the same way, an array
-// through the buffer protocol, a Python number as a scalar. A CUDA tensor is copied to the host
-// once per step, shared by every hook that fetched it.
+// through the buffer protocol, a Python number as a scalar. A CUDA tensor goes as its device view
+// with a host copy made once per step for the hooks that do not take device values.
 Tensor to_tensor(py::handle value, const std::string& name) {
   try {
     if (PyFloat_Check(value.ptr())) return Tensor::scalar_f64(PyFloat_AS_DOUBLE(value.ptr()));
@@ -185,8 +185,14 @@ Tensor to_tensor(py::handle value, const std::string& name) {
         capsule = torch->to_dlpack(tensor);
         const auto* exported =
             static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
-        if (exported && exported->dl_tensor.device.device_type != kDLCPU)  // one host copy
-          capsule = torch->to_dlpack(tensor.attr("detach")().attr("cpu")());
+        if (exported && exported->dl_tensor.device.device_type != kDLCPU) {
+          // Hooks that declare hh.device-values/1 get the device's view; the others one host
+          // copy, made once for all of them.
+          Tensor on_device = from_dlpack_capsule(capsule, name);
+          Tensor on_host =
+              from_dlpack_capsule(torch->to_dlpack(tensor.attr("detach")().attr("cpu")()), name);
+          return Tensor::with_host_copy(std::move(on_device), std::move(on_host));
+        }
       } catch (py::error_already_set&) {
         // A type PyTorch 1.13 does not export (bool): its NumPy view, the same memory.
         py::object array = tensor.attr("detach")().attr("numpy")();

@@ -361,13 +361,17 @@ bool ObserverLane::pick_values(const ObservedStep& step, const std::vector<std::
       missing.push_back(name);
       continue;
     }
-    const hh_device device = it->second.device();
+    const Tensor* value = &it->second;
+    const hh_device device = value->device();
     if (device.type != HH_DEVICE_CPU && !slot_.dispatch->accepts_device(device)) {
-      post(Callback::after_run, CallResult{HH_ERROR, 0, undeclared_device_refusal(name, device)},
-           global_step);
-      return false;
+      if (!value->host_copy()) {
+        post(Callback::after_run, CallResult{HH_ERROR, 0, undeclared_device_refusal(name, device)},
+             global_step);
+        return false;
+      }
+      value = value->host_copy();
     }
-    views_.push_back(it->second.view(it->first.c_str()));
+    views_.push_back(value->view(it->first.c_str()));
   }
   if (missing.empty()) return true;
   // A name it never asked for before was not fetched at this step, and an after_run without a
@@ -389,12 +393,15 @@ void ObserverLane::deliver_in_one_exchange(ObservedStep& step, ObservedExchange&
                                            bool wants_before) {
   const int64_t global_step = step.before_ctx.global_step;
   const bool call_before = wants_before && !step.before_done;
-  // Every value of the step goes along (the runner picks those before_run asks for), except one
-  // on a device the hook does not take: after_run is then not called, and pick_values says why.
+  // Every value of the step goes along (the runner picks those before_run asks for); one on a
+  // device the hook does not take goes as its host copy, or not at all: after_run is then not
+  // called, and pick_values says why.
   views_.clear();
   for (const auto& [name, value] : step.values)
     if (value.device().type == HH_DEVICE_CPU || slot_.dispatch->accepts_device(value.device()))
       views_.push_back(value.view(name.c_str()));
+    else if (value.host_copy())
+      views_.push_back(value.host_copy()->view(name.c_str()));
   ObservedCalls calls;
   calls.before = call_before ? &step.before_ctx : nullptr;
   calls.asked = &step.asked;

@@ -290,10 +290,16 @@ bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& 
       abandon_step();
       return false;
     }
-    if (refusal.empty()) refusal = device_refusal(slot, name, it->second);
+    const Tensor* value = &it->second;
+    std::string refused = device_refusal(slot, name, *value);
+    if (!refused.empty() && value->host_copy()) {  // the host copy the workload made instead
+      refused.clear();
+      value = value->host_copy();
+    }
+    if (refusal.empty()) refusal = std::move(refused);
     // The map's key names the view: it lives until the step's values go, after every
     // after_run (slot.fetches is cleared before the call).
-    views.push_back(it->second.view(it->first.c_str()));
+    views.push_back(value->view(it->first.c_str()));
   }
   return refusal.empty();
 }

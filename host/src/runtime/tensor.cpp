@@ -174,6 +174,15 @@ Tensor Tensor::borrow(const hh_tensor& view, std::shared_ptr<const void> owner) 
   return t;
 }
 
+Tensor Tensor::with_host_copy(Tensor on_device, Tensor on_host) {
+  if (on_host.device().type != HH_DEVICE_CPU)
+    throw std::invalid_argument("a host copy must live in host memory");
+  if (on_host.dtype() != on_device.dtype() || on_host.shape() != on_device.shape())
+    throw std::invalid_argument("a host copy must have its value's dtype and shape");
+  on_device.host_copy_ = std::make_shared<const Tensor>(std::move(on_host));
+  return on_device;
+}
+
 size_t Tensor::element_count() const {
   size_t n = 1;
   for (int64_t d : shape_) n *= static_cast<size_t>(d);
@@ -221,7 +230,8 @@ Tensor::Tensor(const Tensor& other)
       strides_(other.strides_),
       data_(other.data_),
       byte_size_(other.byte_size_),
-      owner_(other.owner_) {
+      owner_(other.owner_),
+      host_copy_(other.host_copy_) {
   rebuild_string_views();
 }
 
@@ -236,6 +246,7 @@ Tensor& Tensor::operator=(const Tensor& other) {
     data_ = other.data_;
     byte_size_ = other.byte_size_;
     owner_ = other.owner_;
+    host_copy_ = other.host_copy_;
     rebuild_string_views();
   }
   return *this;

@@ -31,6 +31,12 @@ class Tensor {
   // is, kept alive by `owner`. For workloads that hand out values they hold. Throws like
   // from_view for an invalid view (any device is accepted).
   static Tensor borrow(const hh_tensor& view, std::shared_ptr<const void> owner);
+  // A value on a device together with its copy in host memory (a CPU tensor): hooks that declare
+  // they take values on that device get the device's view, every other hook the copy's (one copy
+  // per value and step, shared by those hooks) instead of being refused.
+  static Tensor with_host_copy(Tensor on_device, Tensor on_host);
+  // The host copy of a value on a device, or null.
+  const Tensor* host_copy() const { return host_copy_.get(); }
 
   hh_dtype dtype() const { return dtype_; }
   hh_device device() const { return device_; }
@@ -55,6 +61,7 @@ class Tensor {
   const void* data_ = nullptr;
   std::size_t byte_size_ = 0;
   std::shared_ptr<const void> owner_;
+  std::shared_ptr<const Tensor> host_copy_;  // with_host_copy's
   void rebuild_string_views();
 
  public:
