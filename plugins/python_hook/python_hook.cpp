@@ -157,6 +157,7 @@ struct Bridge {
   PyObject* before_run;
   PyObject* after_run;
   PyObject* take_logs;
+  PyObject* value_view;  // _value_view(name)
   PyObject* args;     // "_args"
   PyObject* results;  // "_results"
   PyObject* state_json;
@@ -206,6 +207,7 @@ void load_bridge() {
   b->describe = take("_describe");
   b->feeds = take("_feeds");
   b->create = take("_create");
+  b->value_view = take("_value_view");
   b->before_run = interned("before_run");
   b->after_run = interned("after_run");
   b->take_logs = interned("_take_logs");
@@ -453,6 +455,7 @@ class PythonHook : public hookhost::Hook {
       drain_logs();
       hook_ = inst_.attr("_hook");
       if (!object.empty()) class_name_ = py::str(hook_.get_type().attr("__name__"));
+      step_objects_ = !object.empty();
       const auto implements = inst_.attr("_implements").cast<std::tuple<bool, bool, bool>>();
       implements_before_run_ = std::get<0>(implements);
       implements_after_run_ = std::get<1>(implements);
@@ -848,6 +851,19 @@ class PythonHook : public hookhost::Hook {
         error = "KeyError: no value for the fetch '" + names_[i] + "'";
         return false;
       }
+      if (step_objects_) {
+        py::str name(names_[i]);
+        PyObject* view = PyObject_CallOneArg(g_bridge->value_view, name.ptr());
+        if (!view) {
+          error = "the python_hook bridge failed in after_run: " + take_error(0);
+          return false;
+        }
+        if (view != Py_None) {
+          arrays_[i] = steal(view);
+          continue;
+        }
+        Py_DECREF(view);
+      }
       if (!fill_array(arrays_[i], hookhost::TensorView(*t))) {
         error = "the python_hook bridge failed in after_run: " + take_error(0);
         return false;
@@ -992,6 +1008,9 @@ class PythonHook : public hookhost::Hook {
   bool implements_before_run_ = false;
   bool implements_after_run_ = false;
   bool saves_state_ = false;
+  // A hook object of a MonitoredSession: its values are read-only NumPy views of the step's own
+  // tensors where the session has them (hookhost._value_view), not copies.
+  bool step_objects_ = false;
   bool step_context_ = false;  // before_run prepared context_ for this step
 
   Fetches fetches_ = Fetches::none;

@@ -111,6 +111,9 @@ def test_hooks_fetch_parameters_by_long_names(tmp_path, extra):
         value = py.values[-1][names.index(name)]
         np.testing.assert_array_equal(value, params[name].detach().numpy())
         assert not value.flags.writeable
+        # A view of the parameter itself, not a copy; the parameter stays writable.
+        assert np.shares_memory(value, params[name].detach().numpy())
+        assert params[name].detach().numpy().flags.writeable
 
 
 def test_a_name_longer_than_the_maximum_is_refused_with_its_hook(tmp_path):
@@ -468,3 +471,24 @@ def test_a_sandboxed_python_hook_that_exits_or_hangs_does_not_stop_the_loop(tmp_
     assert ("exited with status 3" if fault == "exit" else "2000") in report["failure"], \
         report["failure"]
     assert len([r for r in read_trace(trace) if r["callback"] == "after_run"]) == 5
+
+
+def test_python_hooks_see_the_steps_own_values_as_read_only_views(tmp_path):
+    made = []
+
+    def step(feeds):
+        out = {"loss": torch.tensor(3.0, requires_grad=True) * 1, "array": np.arange(4.0),
+               "half": torch.tensor([1.5], dtype=torch.bfloat16)}
+        made.append(out)
+        return out
+    py = TraceHook(str(tmp_path / "py.jsonl"), fetch=["loss", "array", "half"])
+    with hookhost.MonitoredSession(hooks=[py], outputs=["loss", "array", "half"],
+                                   run_dir=tmp_path / "run") as session:
+        for _ in range(2):
+            session.run(step)
+    for out, (loss, array, half) in zip(made, py.values):
+        assert np.shares_memory(loss, out["loss"].detach().numpy()) and float(loss) == 3.0
+        assert np.shares_memory(array, out["array"]) and not array.flags.writeable
+        assert out["array"].flags.writeable  # the program's own array is untouched
+        # bfloat16 has no NumPy type: python_hook's own float32 copy.
+        assert half.dtype == np.float32 and half.tolist() == [1.5]

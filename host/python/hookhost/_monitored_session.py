@@ -17,10 +17,42 @@ import os
 import struct
 import sys
 
+import numpy as np
+
 from . import _hook_objects
 from . import _layout
 
 __all__ = ["MonitoredSession", "TorchRandomState", "ConfigError"]
+
+# The step whose hooks run now: (its returned values, the session's parameters), or None.
+_running = None
+
+
+def _value_view(name):
+    """A read-only NumPy view of the running step's value `name` (an output or a parameter, on the
+    CPU), sharing its memory; None when there is none, and python_hook copies the value."""
+    if _running is None:
+        return None
+    outputs, parameters = _running
+    value = outputs.get(name) if hasattr(outputs, "get") else None
+    if value is None:
+        value = parameters.get(name)
+    if value is None:
+        return None
+    if hasattr(value, "detach"):  # a PyTorch tensor
+        if value.device.type != "cpu":
+            return None
+        try:
+            array = value.detach().numpy()
+        except (TypeError, RuntimeError):  # a type NumPy has not (bfloat16)
+            return None
+    elif isinstance(value, np.ndarray):
+        array = value
+    else:
+        return None
+    view = array.view()  # its own flags: the program's array stays writable
+    view.flags.writeable = False
+    return view
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -127,6 +159,7 @@ class MonitoredSession:
             self._keys.append(key)
             overrides += ["hook.%s.plugin=python_hook" % name, "hook.%s.object=%s" % (name, key)]
         self._feedable = list(feedable)
+        self._parameters = _named_parameters(parameters)
         self._feeds_as = feeds_as or ("torch" if "torch" in sys.modules else "numpy")
         dirs = [os.fspath(d) for d in plugin_dirs]
         self.result = None
@@ -135,7 +168,7 @@ class MonitoredSession:
             self._job = _host.Job(
                 config=None if config is None else os.fspath(config), overrides=overrides,
                 plugin_dirs=dirs, builtin_plugin_dir=_installation(_layout.PLUGIN_DIR), fresh=fresh, outputs=list(outputs),
-                parameters=_named_parameters(parameters), feedable=list(feedable),
+                parameters=self._parameters, feedable=list(feedable),
                 save=self._save_state if self._state else None,
                 restore=self._restore_state if self._state else None, last_step=last_step)
         except BaseException:
@@ -167,8 +200,14 @@ class MonitoredSession:
         if not self._entered:
             raise RuntimeError("use the session in a `with` block (it calls begin and end)")
         if self._feedable and self._feeds_as == "torch":
-            return self._job.run(self._torch_feeds(step), args, kwargs)
-        return self._job.run(step, args, kwargs)
+            step = self._torch_feeds(step)
+        if not self._keys:  # no Python hook: nothing to show the step's own values to
+            return self._job.run(step, args, kwargs)
+        global _running
+        try:
+            return self._job.run(self._showing_values(step), args, kwargs)
+        finally:
+            _running = None
 
     def should_stop(self):
         """True once a hook asked to stop, a stop was requested, or the job failed."""
@@ -208,6 +247,15 @@ class MonitoredSession:
         return self.result
 
     # ---- the package's side -----------------------------------------------------------------
+
+    def _showing_values(self, step):
+        """The step, whose returned values the Python hooks then see as views (_value_view)."""
+        def showing(feeds, *args, **kwargs):
+            global _running
+            outputs = step(feeds, *args, **kwargs)
+            _running = (outputs, self._parameters)
+            return outputs
+        return showing
 
     @staticmethod
     def _torch_feeds(step):

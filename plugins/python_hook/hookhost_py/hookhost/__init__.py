@@ -314,6 +314,13 @@ def _implements(hook, name):
 _hook_objects = {}
 
 
+def _value_view(name):
+    """For a hook object: a read-only NumPy view of the running step's own value `name`, or None
+    (the plugin then fills an array of its own). The installed package's MonitoredSession has
+    the step's values; this copy of the file alone has none."""
+    return None
+
+
 def _create(inst, script, script_given, module_name, class_name, object_key, args_json,
             python_path, state_json):
     """Called by the plugin's create(), with `inst` as the running instance: makes the hook or
@@ -523,5 +530,6 @@ class _Instance:
 # python_hook plugin compiles this file in alone, as a module without a package folder.
 if globals().get("__path__"):
     from ._monitored_session import *  # noqa: E402,F401,F403
+    from ._monitored_session import _value_view  # noqa: E402,F401,F811
     from ._monitored_session import __all__ as _loop_names
     __all__ += _loop_names
