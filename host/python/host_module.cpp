@@ -269,8 +269,9 @@ class StepSession final : public hookhost::Session {
  public:
   StepSession(std::vector<std::string> outputs, py::dict parameters,
               std::vector<std::string> feedable, py::object save, py::object restore,
-              std::optional<int64_t> last_step)
-      : outputs_(std::move(outputs)),
+              std::optional<int64_t> last_step, py::object shown_to)
+      : shown_to_(std::move(shown_to)),
+        outputs_(std::move(outputs)),
         parameters_(std::move(parameters)),
         feedable_(std::move(feedable)),
         save_(std::move(save)),
@@ -298,6 +299,10 @@ class StepSession final : public hookhost::Session {
     kwargs_ = std::move(kwargs);
   }
   py::object take_returned() { return std::exchange(returned_, py::object()); }
+  // After the hooks' step: the step's values are no longer shown.
+  void hide_values() {
+    if (!shown_to_.is_none()) PyObject_SetAttr(shown_to_.ptr(), running_name_.ptr(), Py_None);
+  }
   std::optional<py::error_already_set> take_error() { return std::exchange(error_, std::nullopt); }
   void on_interrupt(std::function<void(const std::string&)> stop) { stop_ = std::move(stop); }
 
@@ -327,6 +332,12 @@ class StepSession final : public hookhost::Session {
       return out;
     }
     py::object mapping = returned_;
+    // The Python hooks' views of the step's own values (hookhost._value_view), until run() ends.
+    if (!shown_to_.is_none()) {
+      py::tuple shown = py::make_tuple(returned_, parameters_);
+      if (PyObject_SetAttr(shown_to_.ptr(), running_name_.ptr(), shown.ptr()) != 0)
+        PyErr_Clear();  // a module's attribute: hooks then get copies
+    }
     if (!fetches.empty() && (mapping.is_none() || !py::hasattr(mapping, "get"))) {
       out.status = StepStatus::error;
       out.message = "the step returned " +
@@ -372,6 +383,8 @@ class StepSession final : public hookhost::Session {
   }
 
  private:
+  py::object shown_to_;  // the module whose _running the step's values go to, or None
+  py::str running_name_{"_running"};
   std::vector<std::string> outputs_;
   py::dict parameters_;
   std::vector<std::string> feedable_;
@@ -413,7 +426,8 @@ class PyJob {
   PyJob(std::optional<std::string> config, std::vector<std::string> overrides,
         std::vector<std::string> plugin_dirs, std::string builtin_plugin_dir, bool fresh,
         std::vector<std::string> outputs, py::dict parameters, std::vector<std::string> feedable,
-        py::object save, py::object restore, std::optional<int64_t> last_step) {
+        py::object save, py::object restore, std::optional<int64_t> last_step,
+        py::object shown_to) {
     std::optional<std::filesystem::path> file;
     if (config) file = *config;
     hookhost::JobOptions options;
@@ -426,7 +440,7 @@ class PyJob {
     spdlog::set_default_logger(logger_);  // the plugin loader's messages, in the same format
     session_ = std::make_unique<StepSession>(std::move(outputs), std::move(parameters),
                                              std::move(feedable), std::move(save),
-                                             std::move(restore), last_step);
+                                             std::move(restore), last_step, std::move(shown_to));
     options.session = session_.get();
     {
       // Creating hooks may run Python hooks (python_hook takes the GIL itself) and wait for
@@ -464,6 +478,7 @@ class PyJob {
       runtime.run();
     }
     session_->set_step(py::none(), py::tuple(), py::dict());
+    session_->hide_values();
     g_releases.now();
     if (auto error = session_->take_error()) throw std::move(*error);
     return session_->take_returned();
@@ -533,11 +548,11 @@ PYBIND11_MODULE(_host, m) {
   py::class_<PyJob>(m, "Job")
       .def(py::init<std::optional<std::string>, std::vector<std::string>, std::vector<std::string>,
                     std::string, bool, std::vector<std::string>, py::dict, std::vector<std::string>,
-                    py::object, py::object, std::optional<int64_t>>(),
+                    py::object, py::object, std::optional<int64_t>, py::object>(),
            py::arg("config"), py::arg("overrides"), py::arg("plugin_dirs"),
            py::arg("builtin_plugin_dir"), py::arg("fresh"), py::arg("outputs"),
            py::arg("parameters"), py::arg("feedable"), py::arg("save"), py::arg("restore"),
-           py::arg("last_step"))
+           py::arg("last_step"), py::arg("shown_to"))
       .def("start", &PyJob::start)
       .def("run", &PyJob::run)
       .def("should_stop", &PyJob::should_stop)

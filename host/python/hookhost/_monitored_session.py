@@ -24,7 +24,8 @@ from . import _layout
 
 __all__ = ["MonitoredSession", "TorchRandomState", "ConfigError"]
 
-# The step whose hooks run now: (its returned values, the session's parameters), or None.
+# The step whose hooks run now: (its returned values, the session's parameters), or None. The
+# host sets it when the step returns and clears it when run() returns.
 _running = None
 
 
@@ -170,7 +171,9 @@ class MonitoredSession:
                 plugin_dirs=dirs, builtin_plugin_dir=_installation(_layout.PLUGIN_DIR), fresh=fresh, outputs=list(outputs),
                 parameters=self._parameters, feedable=list(feedable),
                 save=self._save_state if self._state else None,
-                restore=self._restore_state if self._state else None, last_step=last_step)
+                restore=self._restore_state if self._state else None, last_step=last_step,
+                # The Python hooks see the step's own values (_value_view), set by the host.
+                shown_to=sys.modules[__name__] if self._keys else None)
         except BaseException:
             self._forget_hooks()
             raise
@@ -201,13 +204,7 @@ class MonitoredSession:
             raise RuntimeError("use the session in a `with` block (it calls begin and end)")
         if self._feedable and self._feeds_as == "torch":
             step = self._torch_feeds(step)
-        if not self._keys:  # no Python hook: nothing to show the step's own values to
-            return self._job.run(step, args, kwargs)
-        global _running
-        try:
-            return self._job.run(self._showing_values(step), args, kwargs)
-        finally:
-            _running = None
+        return self._job.run(step, args, kwargs)
 
     def should_stop(self):
         """True once a hook asked to stop, a stop was requested, or the job failed."""
@@ -247,15 +244,6 @@ class MonitoredSession:
         return self.result
 
     # ---- the package's side -----------------------------------------------------------------
-
-    def _showing_values(self, step):
-        """The step, whose returned values the Python hooks then see as views (_value_view)."""
-        def showing(feeds, *args, **kwargs):
-            global _running
-            outputs = step(feeds, *args, **kwargs)
-            _running = (outputs, self._parameters)
-            return outputs
-        return showing
 
     @staticmethod
     def _torch_feeds(step):
