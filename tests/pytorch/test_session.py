@@ -492,3 +492,50 @@ def test_python_hooks_see_the_steps_own_values_as_read_only_views(tmp_path):
         assert out["array"].flags.writeable  # the program's own array is untouched
         # bfloat16 has no NumPy type: python_hook's own float32 copy.
         assert half.dtype == np.float32 and half.tolist() == [1.5]
+
+
+def test_a_sandboxed_python_hook_that_exits_is_restarted_with_its_state(tmp_path, capfd):
+    # The restart path: a new runner, create() with the last saved state_dict(), then the steps
+    # after the lost one. The hook counts its after_run calls in its state.
+    (tmp_path / "counting.py").write_text(textwrap.dedent("""\
+        import os
+        import hookhost
+
+        class Counting(hookhost.SessionRunHook):
+            def __init__(self):
+                self.calls = 0
+                self.restored = False
+
+            def after_run(self, run_context, run_values):
+                self.calls += 1
+                if hookhost.global_step() == 3 and not self.restored:
+                    os._exit(3)
+                print("calls %d restored %s" % (self.calls, self.restored))
+
+            def state_dict(self):
+                return {"calls": self.calls}
+
+            def load_state_dict(self, state):
+                self.calls, self.restored = state["calls"], True
+        """))
+    ini = write_ini(tmp_path, textwrap.dedent("""\
+        [run]
+        run_dir = run
+        [hook.counting]
+        plugin = python_hook
+        script = counting.py
+        class = Counting
+        isolation = process
+        on_crash = restart
+        """))
+    with hookhost.MonitoredSession(ini, outputs=()) as s:
+        for _ in range(6):
+            s.run(lambda feeds: {})
+    assert s.result["outcome"] == "completed" and s.global_step == 6
+    report = {r["name"]: r for r in s.reports()}["counting"]
+    assert not report["disabled"], report["failure"]
+    assert report["callbacks"]["after_run"]["calls"] >= 5
+    log = capfd.readouterr().err
+    # Before the loss: its own count; after: the count its saved state held, then on from there.
+    assert "calls 2 restored False" in log
+    assert "calls 3 restored True" in log and "calls 5 restored True" in log, log
