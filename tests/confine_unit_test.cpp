@@ -271,30 +271,36 @@ TEST_F(ConfineApply, DeviceNodesCannotBeMadeInTheWriteSet) {
 }
 
 // The host makes a hook's folders while the runner lives: a folder made below a write path after
-// confinement is covered (Landlock's rule is on the parent).
+// confinement is covered (Landlock's rule is on the parent). The unconfined side is a process
+// forked first, not a thread: a fork beside a running thread can inherit a lock (ASan's) held.
 TEST_F(ConfineApply, ASubfolderMadeAfterConfinementIsWritable) {
   int go[2];
   ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
   int ready[2];
   ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
   const std::string later = path("writable/made-later");
-  Outcome o;
-  std::thread parent_side([&] {
+  const pid_t maker = ::fork();
+  ASSERT_GE(maker, 0);
+  if (maker == 0) {
+    ::close(go[0]);
+    ::close(ready[1]);
     char byte = 0;
-    if (::read(ready[0], &byte, 1) == 1) std::filesystem::create_directory(later);
-    ::close(go[1]);  // the child's read then ends
-  });
-  o = confined(policy_, [&] {
-    ::close(go[1]);
+    const bool asked = ::read(ready[0], &byte, 1) == 1;
+    ::_exit(asked && ::mkdir(later.c_str(), 0755) == 0 ? 0 : 1);  // exiting closes go[1]
+  }
+  ::close(go[1]);
+  ::close(ready[0]);
+  const Outcome o = confined(policy_, [&] {
     (void)!::write(ready[1], "r", 1);
     char byte;
-    (void)!::read(go[0], &byte, 1);
+    (void)!::read(go[0], &byte, 1);  // ends when the maker has exited
     return open_result(later + "/file.txt", O_WRONLY | O_CREAT);
   });
-  parent_side.join();
+  ::close(ready[1]);  // a maker still waiting (the child died first) then ends
   ::close(go[0]);
-  ::close(ready[0]);
-  ::close(ready[1]);
+  int maker_status = 0;
+  ASSERT_EQ(::waitpid(maker, &maker_status, 0), maker);
+  EXPECT_TRUE(WIFEXITED(maker_status) && WEXITSTATUS(maker_status) == 0);
   EXPECT_EQ(o.report, "ok");
   EXPECT_TRUE(std::filesystem::exists(later + "/file.txt"));
 }
