@@ -5,15 +5,20 @@
 // - hooks that implement neither before_run nor after_run (they must cost nothing);
 // - the runtime with no hook, against the workload's step alone;
 // - one hook fetching a value of 4 B to 64 MiB (zero-copy: the cost must not grow with the size);
-// - full per-call timing (every call timed) next to the default sampled timing.
+// - full per-call timing (every call timed) next to the default sampled timing;
+// - what the latency histogram (p50/p99) adds to recording one timed call, against the same record
+//   without it (count, total, max), over the same varied durations.
 #include <benchmark/benchmark.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <hookhost/host/runtime.hpp>
 #include <map>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "bench_support.hpp"
@@ -167,6 +172,53 @@ void BM_RuntimeStepFetch(benchmark::State& state) {
 }
 BENCHMARK(BM_RuntimeStepFetch)->ArgName("bytes")->Arg(4)->Arg(4 << 10)->Arg(4 << 20)->Arg(64 << 20);
 
+// ---- recording one timed call ------------------------------------------------------------------
+
+// Durations from 20 ns to 2 ms, log-uniform, so records land in many buckets as a real job's do;
+// drawn at run time, so the compiler cannot fold them.
+const std::vector<std::chrono::nanoseconds>& varied_durations() {
+  static const std::vector<std::chrono::nanoseconds> durations = [] {
+    std::mt19937_64 random(12345);
+    std::uniform_real_distribution<double> exponent(std::log(20.0), std::log(2e6));
+    std::vector<std::chrono::nanoseconds> out(4096);
+    for (auto& d : out)
+      d = std::chrono::nanoseconds(static_cast<int64_t>(std::exp(exponent(random))));
+    return out;
+  }();
+  return durations;
+}
+
+// The floor: the record as it was before the histogram (count, total, max).
+void BM_TimedCallRecordFloor(benchmark::State& state) {
+  const auto& durations = varied_durations();
+  struct {
+    uint64_t timed_calls = 0;
+    std::chrono::nanoseconds total{0}, max{0};
+  } stats;
+  size_t i = 0;
+  for (auto _ : state) {
+    const std::chrono::nanoseconds dt = durations[i++ & 4095];
+    ++stats.timed_calls;
+    stats.total += dt;
+    stats.max = std::max(stats.max, dt);
+    benchmark::DoNotOptimize(stats);
+  }
+}
+BENCHMARK(BM_TimedCallRecordFloor);
+
+// CallStats::record: the same, plus the histogram's bucket.
+void BM_TimedCallRecord(benchmark::State& state) {
+  const auto& durations = varied_durations();
+  CallStats stats;
+  size_t i = 0;
+  for (auto _ : state) {
+    stats.record(durations[i++ & 4095]);
+    benchmark::DoNotOptimize(stats);
+  }
+  if (stats.quantile(0.99) < stats.quantile(0.5)) state.SkipWithError("quantiles out of order");
+}
+BENCHMARK(BM_TimedCallRecord);
+
 // ---- the goals -------------------------------------------------------------------------------
 
 void report_goals(const hookhost::bench::TimesReporter& t) {
@@ -200,6 +252,14 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
   if (sampled >= 0 && every >= 0)
     std::printf("full per-call timing: %.1f ns more per hook call than sampled timing\n",
                 (every - sampled) / 20);
+  const double record = t.ns("BM_TimedCallRecord");
+  const double record_floor = t.ns("BM_TimedCallRecordFloor");
+  if (record >= 0 && record_floor >= 0) {
+    std::printf("p50/p99 histogram: a timed call's record takes %.2f ns, %.2f ns without it\n",
+                record, record_floor);
+    hookhost::bench::report_goal("histogram_ns_per_timed_call",
+                                 std::max(0.0, record - record_floor), 5);
+  }
   hookhost::bench::report_values_goal(t, "values", "BM_RuntimeStepFetch", "",
                                       "values_inprocess_64mib_x_4b");
 }

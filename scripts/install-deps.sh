@@ -15,6 +15,7 @@ packages=(
   libssl-dev
   pybind11-dev python3-dev python3-numpy
   python3-torch python3-sklearn python3-pytest
+  chromium
   openmpi-bin libopenmpi-dev
 )
 

@@ -307,6 +307,7 @@ TEST_F(CliTest, FullRunWritesCheckpointsHistoryAndSummary) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("job completed"), HasSubstr("20 run"), HasSubstr("steps/s"),
                            HasSubstr("after_run"), HasSubstr("history")));
+  EXPECT_THAT(r.out, HasSubstr("calls   total ms    mean us     p50 us     p99 us     max us"));
   EXPECT_THAT(r.err, AllOf(HasSubstr("hook order: trace (order 0), history (order 0), "
                                      "checkpoints (order 100)"),
                            HasSubstr("[workload] name = linreg")));

@@ -34,8 +34,8 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
            " skipped, replaced by a newer one while an earlier one was being written "
            "([run] checkpoint_wait = true writes each)\n";
   if (reports.empty()) return out + "  hooks: none\n";
-  std::snprintf(line, sizeof line, "  %-20s %-22s %8s %10s %10s %10s\n", "hook", "callback",
-                "calls", "total ms", "mean us", "max us");
+  std::snprintf(line, sizeof line, "  %-20s %-22s %8s %10s %10s %10s %10s %10s\n", "hook",
+                "callback", "calls", "total ms", "mean us", "p50 us", "p99 us", "max us");
   out += line;
   for (const auto& r : reports) {
     bool first = true;
@@ -48,9 +48,12 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
           std::chrono::duration<double, std::milli>(s.estimated_total()).count();
       const double mean_us = std::chrono::duration<double, std::micro>(s.mean()).count();
       const double max_us = std::chrono::duration<double, std::micro>(s.max).count();
-      std::snprintf(line, sizeof line, "  %-20s %-22s %8llu %10.3f %10.1f %10.1f\n",
+      const double p50_us = std::chrono::duration<double, std::micro>(s.quantile(0.50)).count();
+      const double p99_us = std::chrono::duration<double, std::micro>(s.quantile(0.99)).count();
+      std::snprintf(line, sizeof line, "  %-20s %-22s %8llu %10.3f %10.1f %10.1f %10.1f %10.1f\n",
                     first ? r.instance_name.c_str() : "", cb,
-                    static_cast<unsigned long long>(s.calls), total_ms, mean_us, max_us);
+                    static_cast<unsigned long long>(s.calls), total_ms, mean_us, p50_us, p99_us,
+                    max_us);
       out += line;
       first = false;
     }

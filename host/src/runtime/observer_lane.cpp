@@ -268,9 +268,7 @@ void ObserverLane::count_call(Callback callback, std::chrono::steady_clock::time
   std::lock_guard lock(mutex_);
   CallStats& st = stats_[callback == Callback::before_run ? 0 : 1];
   ++st.calls;  // failures are counted where they are handled, on the training thread
-  ++st.timed_calls;
-  st.total += dt;
-  st.max = std::max(st.max, dt);
+  st.record(dt);
 }
 
 template <typename Fn>

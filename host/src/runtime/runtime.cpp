@@ -520,12 +520,7 @@ std::vector<HookReport> Runtime::reports() const {
       r.callbacks[kCallbackNames[i]] = sp->stats_of(static_cast<Callback>(i));
     if (sp->lane) {
       for (Callback cb : {Callback::before_run, Callback::after_run}) {
-        CallStats& st = r.callbacks[name_of(cb)];
-        const CallStats worker = sp->lane->stats(cb);
-        st.calls += worker.calls;
-        st.timed_calls += worker.timed_calls;
-        st.total += worker.total;
-        st.max = std::max(st.max, worker.max);
+        r.callbacks[name_of(cb)].merge(sp->lane->stats(cb));
       }
       r.observer_skipped_steps = sp->lane->skipped_steps();
       r.observer_unfetched_steps = sp->lane->unfetched_steps();

@@ -19,9 +19,7 @@ namespace step_detail {
 [[noreturn, gnu::cold]] void out_of_order(const Slot& slot, Callback callback);
 
 inline void record_time(CallStats& st, std::chrono::nanoseconds dt) {
-  ++st.timed_calls;
-  st.total += dt;
-  st.max = std::max(st.max, dt);
+  st.record(dt);
 }
 
 inline void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {

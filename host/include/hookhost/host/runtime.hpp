@@ -3,6 +3,7 @@
 // recovers the session from recoverable errors, and contains hook failures by policy.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "communicator.hpp"
 #include "hook_dispatch.hpp"
 #include "hook_state.hpp"
+#include "latency_histogram.hpp"
 #include "loader.hpp"
 #include "params.hpp"
 #include "session.hpp"
@@ -139,20 +141,41 @@ struct RunOutput {
   TensorMap values;  // the caller's fetches
 };
 
-// Calls and time spent in one callback of one hook. `calls` counts every call; `total` and `max`
-// cover the `timed_calls` that were timed: every call of begin, after_create_session and end, and
-// of before_run and after_run those of one step in RuntimeOptions::time_every_n_steps.
+// Calls and time spent in one callback of one hook. `calls` counts every call; `total`, `max` and
+// `histogram` cover the `timed_calls` that were timed: every call of begin, after_create_session
+// and end, and of before_run and after_run those of one step in RuntimeOptions::time_every_n_steps.
 struct CallStats {
   uint64_t calls = 0;
   uint64_t failures = 0;
   uint64_t timed_calls = 0;
   std::chrono::nanoseconds total{0};  // of the timed calls
   std::chrono::nanoseconds max{0};    // of the timed calls
+  LatencyHistogram histogram;         // of the timed calls, for quantile()
+  void record(std::chrono::nanoseconds dt) {
+    ++timed_calls;
+    total += dt;
+    max = std::max(max, dt);
+    histogram.record(dt.count());
+  }
+  // Another share of the same callback's calls (an observer's worker's).
+  void merge(const CallStats& other) {
+    calls += other.calls;
+    failures += other.failures;
+    timed_calls += other.timed_calls;
+    total += other.total;
+    max = std::max(max, other.max);
+    histogram.merge(other.histogram);
+  }
   // The mean of the timed calls, and the time all calls took estimated from it.
   std::chrono::nanoseconds mean() const {
     return timed_calls ? total / static_cast<int64_t>(timed_calls) : std::chrono::nanoseconds{0};
   }
   std::chrono::nanoseconds estimated_total() const { return mean() * static_cast<int64_t>(calls); }
+  // The duration a fraction q of the timed calls took at most (quantile(0.99) is the p99), read
+  // from the histogram: at most 12.5 % above the true value, never above max. 0 when none.
+  std::chrono::nanoseconds quantile(double q) const {
+    return std::chrono::nanoseconds(histogram.quantile(q, max.count()));
+  }
 };
 
 struct HookReport {
@@ -167,6 +190,7 @@ struct HookReport {
   uint64_t observer_skipped_steps = 0;
   uint64_t observer_unfetched_steps = 0;
 };
+
 
 struct RuntimeOptions {
   std::filesystem::path run_dir = ".";
