@@ -20,3 +20,4 @@ echo "checkpoints:      $(ls "$run/checkpoints" | tr '\n' ' ')"
 echo "history (CSV):    $run/history.csv ($(($(wc -l < "$run/history.csv") - 1)) rows)"
 head -3 "$run/history.csv" | sed 's/^/                  /'
 echo "TensorBoard:      $(ls "$run"/events.out.tfevents.* | head -1)  (tensorboard --logdir $run)"
+echo "run report:       $run/report.html  (open it in a browser; hookhost report $run regenerates it)"

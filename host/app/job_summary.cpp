@@ -57,6 +57,8 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
       out += line;
       first = false;
     }
+    if (r.detached)
+      out += "  " + std::string(20, ' ') + " detached " + display_text(r.detach_reason) + "\n";
     if (r.disabled)
       out += "  " + std::string(20, ' ') + " disabled: " + display_text(r.failure) + "\n";
     if (r.observer_skipped_steps > 0)

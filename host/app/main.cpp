@@ -27,6 +27,7 @@
 #include "job/signal_bridge.hpp"
 #include "job_summary.hpp"
 #include "new_command.hpp"
+#include "report/report_html.hpp"
 #include "runtime/crash_blame.hpp"
 #include "support/display_text.hpp"
 #include "support/text.hpp"
@@ -47,6 +48,9 @@ Usage:
   hookhost plugins list [--plugin-dir DIR]   list the plugins found (runs no plugin code)
   hookhost plugins describe ID               show a plugin's parameters
   hookhost check PLUGIN.so [--set K=V]...    check a plugin file: metadata, build, sandboxed runs
+  hookhost report RUN_DIR [--output FILE]    write a run's report.html (curves, hook cost, timeline)
+  hookhost ctl RUN_DIR REQUEST               see or steer a running job: status, attach, detach,
+                                             set, checkpoint, stop
   hookhost new NAME [--lang cpp|c]           start a plugin project (builds, tests, runs)
   hookhost COMMAND --help                    help on one command
   hookhost --version
@@ -367,6 +371,13 @@ int cmd_run(const std::vector<std::string>& args) {
                         : ", so the exit status is " + std::to_string(128 + sig))
                 << "\n";
     std::cout << "  outputs: " << job->run_dir().string() << "\n";
+    // The report never fails the job: the run's outputs are already on disk.
+    try {
+      std::cout << "  report: " << write_run_report(job->run_dir()).file.string() << "\n";
+    } catch (const std::exception& e) {
+      std::cout.flush();
+      std::fprintf(stderr, "hookhost: warning: no run report: %s\n", e.what());
+    }
   } else {
     // The chief's summary is the job's; the others say only how their part ended.
     std::cout << "hookhost: rank " << communicator->rank() << ": job "
@@ -576,7 +587,9 @@ int cmd_plugins(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int cmd_check(const std::vector<std::string>& args);  // app/check_command.cpp
+int cmd_check(const std::vector<std::string>& args);   // app/check_command.cpp
+int cmd_report(const std::vector<std::string>& args);  // app/report_command.cpp
+int cmd_ctl(const std::vector<std::string>& args);     // app/ctl_command.cpp
 
 int run_program(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -594,6 +607,8 @@ int run_program(int argc, char** argv) {
   if (command == "run") return cmd_run(args);
   if (command == "plugins") return cmd_plugins(args);
   if (command == "check") return cmd_check(args);
+  if (command == "report") return cmd_report(args);
+  if (command == "ctl") return cmd_ctl(args);
   if (command == "new") return cmd_new(args);
   return usage_error("unknown command '" + command + "'", "");
 }

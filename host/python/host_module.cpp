@@ -492,6 +492,15 @@ class PyJob {
     job_->runtime().request_stop(signal ? HH_STOP_CAUSE_SIGNAL : HH_STOP_CAUSE_HOOK, reason);
   }
   void request_checkpoint(const std::string& reason) { job_->runtime().request_checkpoint(reason); }
+  // hookhost ctl's requests; waits for the step boundary without the GIL the loop needs.
+  std::pair<bool, std::string> control(const std::vector<std::string>& words) {
+    hookhost::ControlReply reply;
+    {
+      py::gil_scoped_release release;
+      reply = job_->control(words);
+    }
+    return {reply.ok, reply.text};
+  }
   void fail(const std::string& reason) { job_->runtime().fail_job(reason); }
   void complete(const std::string& reason) { job_->runtime().complete(reason); }
 
@@ -560,6 +569,7 @@ PYBIND11_MODULE(_host, m) {
       .def_property_readonly("run_dir", &PyJob::run_dir)
       .def("request_stop", &PyJob::request_stop, py::arg("reason"), py::arg("signal") = false)
       .def("request_checkpoint", &PyJob::request_checkpoint)
+      .def("control", &PyJob::control)
       .def("fail", &PyJob::fail)
       .def("complete", &PyJob::complete)
       .def("close", &PyJob::close)

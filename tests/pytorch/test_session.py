@@ -539,3 +539,42 @@ def test_a_sandboxed_python_hook_that_exits_is_restarted_with_its_state(tmp_path
     # Before the loss: its own count; after: the count its saved state held, then on from there.
     assert "calls 2 restored False" in log
     assert "calls 3 restored True" in log and "calls 5 restored True" in log, log
+
+
+def test_control_from_another_thread_attaches_and_detaches_a_hook_at_step_boundaries(tmp_path):
+    import threading
+    import time
+    trace = tmp_path / "trace.jsonl"
+    ini = write_ini(tmp_path, textwrap.dedent(f"""\
+        [run]
+        run_dir = {tmp_path / 'run'}
+        log_level = warn
+        """))
+    model = make_model()
+    answers = {}
+
+    def operator(session):
+        while session.global_step < 3:
+            time.sleep(0.005)
+        answers["attach"] = session.control("attach", "late", "lifecycle_trace", "path=%s" % trace,
+                                            "fetch=loss")
+        with pytest.raises(hookhost.ControlError, match="unknown plugin 'nope'"):
+            session.control("attach", "other", "nope")
+        answers["status"] = session.control("status")
+        answers["detach"] = session.control("detach", "late")
+        session.control("stop", "the operator is done")
+
+    with hookhost.MonitoredSession(ini, parameters=model) as session:
+        thread = threading.Thread(target=operator, args=(session,))
+        thread.start()
+        while not session.should_stop():
+            session.run(lambda feeds: {"loss": model(torch.ones(4)).sum()})
+            time.sleep(0.002)
+        thread.join()
+    assert "attached hook 'late'" in answers["attach"]
+    assert "late" in answers["status"] and "lifecycle_trace" in answers["status"]
+    assert "detached hook 'late'" in answers["detach"]
+    assert session.result["reason"] == "hookhost ctl: the operator is done"
+    calls = [record["callback"] for record in read_trace(trace)]
+    assert calls[:2] == ["begin", "after_create_session"]
+    assert calls[-1] == "end" and calls.count("after_run") >= 1

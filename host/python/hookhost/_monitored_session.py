@@ -22,7 +22,7 @@ import numpy as np
 from . import _hook_objects
 from . import _layout
 
-__all__ = ["MonitoredSession", "TorchRandomState", "ConfigError"]
+__all__ = ["MonitoredSession", "TorchRandomState", "ConfigError", "ControlError"]
 
 # The step whose hooks run now: (its returned values, the session's parameters), or None. The
 # host sets it when the step returns and clears it when run() returns.
@@ -68,6 +68,10 @@ os.environ.setdefault("HOOKHOST_RUNNER", os.path.join(_installation(_layout.BIN_
 from . import _host  # noqa: E402  (after HOOKHOST_RUNNER is set)
 
 ConfigError = _host.ConfigError
+
+
+class ControlError(Exception):
+    """A live-control request the job refused (MonitoredSession.control): the job's answer."""
 
 
 def _named_parameters(parameters):
@@ -225,6 +229,18 @@ class MonitoredSession:
     def request_checkpoint(self, reason="requested by the training loop"):
         """A checkpoint (hooks' states and `state`) at the next step boundary."""
         self._job.request_checkpoint(reason)
+
+    def control(self, *request):
+        """A live-control request, as `hookhost ctl RUN_DIR` sends it: control("status"),
+        control("attach", "NAME", "PLUGIN", "KEY=VALUE", ...), control("detach", "NAME"),
+        control("set", "NAME.KEY=VALUE"), control("checkpoint"), control("stop", "REASON")
+        (docs/operations.md). The change is made at the next step boundary: call it from another
+        thread than the loop's, which would otherwise wait for itself (and be told "queued").
+        Returns the job's answer; raises hookhost.ControlError with it when the job refuses."""
+        ok, text = self._job.control([str(word) for word in request])
+        if not ok:
+            raise ControlError(text.rstrip("\n"))
+        return text
 
     def last_checkpoint(self):
         return self._job.last_checkpoint()

@@ -3,12 +3,14 @@
 namespace hookhost {
 
 void JobState::request_stop(hh_stop_cause cause, const std::string& reason) {
-  std::lock_guard lock(stop_mutex_);
-  if (!stop_requested_.exchange(true)) {
+  {
+    std::lock_guard lock(stop_mutex_);
+    if (stop_requested_.exchange(true)) return;
     stop_cause_ = cause;
     stop_reason_ = reason;
     log_->info("stop requested: {}", reason);
   }
+  if (event_sink_) event_sink_(RunEvent::Kind::stop, reason);
 }
 
 JobState::Stop JobState::stop() const {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +27,11 @@ class JobState {
   explicit JobState(std::shared_ptr<spdlog::logger> log) : log_(std::move(log)) {}
   JobState(const JobState&) = delete;
   JobState& operator=(const JobState&) = delete;
+
+  // Told of the first stop requested and the first failure, for the run record
+  // (RuntimeOptions::on_event). Set before the job starts; called without a lock held.
+  using EventSink = std::function<void(RunEvent::Kind, const std::string& text)>;
+  void set_event_sink(EventSink sink) { event_sink_ = std::move(sink); }
 
   // --- the step ---
   // The live global step. [thread-safe]
@@ -62,6 +68,7 @@ class JobState {
     if (failed_) return;
     failed_ = true;
     failure_reason_ = reason;
+    if (event_sink_) event_sink_(RunEvent::Kind::failure, reason);
   }
   // A failure every process agreed on, or one found at the end, replaces this process's own.
   void replace_failure(const std::string& reason) {
@@ -113,6 +120,7 @@ class JobState {
 
  private:
   std::shared_ptr<spdlog::logger> log_;
+  EventSink event_sink_;
   std::atomic<int64_t> live_step_{0};
   std::atomic<int64_t> workload_last_step_{-1};
 

@@ -107,12 +107,12 @@ std::string RankSelection::text() const {
   return out;
 }
 
-JobConfig load_job_config(const std::optional<fs::path>& file,
-                          const std::vector<std::string>& overrides) {
-  JobConfig cfg;
-  cfg.file = file;
+namespace {
+
+void apply_entries(const std::vector<ConfigEntry>& entries, JobConfig& cfg) {
+  const std::optional<fs::path>& file = cfg.file;
   bool plugin_dir_overridden = false;
-  for (const ConfigEntry& e : read_entries(file, overrides)) {
+  for (const ConfigEntry& e : entries) {
     if (e.section == "workload") {
       read_workload_entry(e, file, cfg);
       continue;
@@ -132,7 +132,29 @@ JobConfig load_job_config(const std::optional<fs::path>& file,
           at + "unknown key (the [run] keys are " + config_key_list(kRunSection) + ")", e.key);
     }
   }
+}
+
+}  // namespace
+
+JobConfig load_job_config(const std::optional<fs::path>& file,
+                          const std::vector<std::string>& overrides) {
+  JobConfig cfg;
+  cfg.file = file;
+  apply_entries(read_entries(file, overrides), cfg);
   return cfg;
+}
+
+void apply_hook_overrides(JobConfig& cfg, const std::vector<std::string>& overrides,
+                          const std::string& via) {
+  std::vector<ConfigEntry> entries;
+  for (const auto& text : overrides) {
+    ConfigEntry e = parse_override(text, via);
+    if (!e.section.starts_with("hook."))
+      throw ConfigError(e.source.describe() + ": only [hook.NAME] keys change while a job runs",
+                        e.key);
+    entries.push_back(std::move(e));
+  }
+  apply_entries(entries, cfg);
 }
 
 const char* isolation_name(Isolation isolation) {

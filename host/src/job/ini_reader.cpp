@@ -236,11 +236,11 @@ std::vector<ConfigEntry> parse_ini(const std::string& text, const std::string& o
   return entries;
 }
 
-ConfigEntry parse_override(const std::string& text) {
+ConfigEntry parse_override(const std::string& text, const std::string& via) {
   const auto eq = text.find('=');
   const std::string path = eq == std::string::npos ? "" : trim_blanks(text.substr(0, eq));
   const auto dot = path.rfind('.');
-  const ConfigSource source{"--set " + display_text(text), 0};
+  const ConfigSource source{via + " " + display_text(text), 0};
   if (eq == std::string::npos || dot == std::string::npos || dot == 0 || dot + 1 == path.size())
     throw ConfigError(source.describe() +
                       ": expected SECTION.KEY=VALUE, e.g. --set hook.progress.every_n_secs=1 or "

@@ -35,6 +35,6 @@ std::string read_config_text(const std::filesystem::path& file);
 std::vector<ConfigEntry> parse_ini(const std::string& text, const std::string& origin);
 
 // One --set SECTION.KEY=VALUE; the value is literal.
-ConfigEntry parse_override(const std::string& text);
+ConfigEntry parse_override(const std::string& text, const std::string& via = "--set");
 
 }  // namespace hookhost

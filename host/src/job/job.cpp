@@ -2,12 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include <hookhost/version.h>
+#include <algorithm>
+
+#include "control/server.hpp"
 #include "job/instantiate.hpp"
 #include "job/job_plan.hpp"
+#include "job/live_control.hpp"
 #include "job/resume.hpp"
 #include "job/run_directory.hpp"
 #include "job/signal_bridge.hpp"
 #include "job/startup_phase.hpp"
+#include "plugins/trust.hpp"
+#include "report/run_record.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -21,7 +29,18 @@ struct Job::Parts {
   RunDirectory run_dir;
   std::unique_ptr<Session> owned_session;  // the [workload]'s; null around the embedder's own
   Session* session = nullptr;
+  // The run's record (run-record.jsonl), the chief's only; null for --check and other ranks.
+  // Declared before the runtime, whose events it is told of until the runtime goes.
+  std::unique_ptr<RunRecordWriter> record;
+  bool record_ended = false;  // the cost line is written
+  double record_started = 0;  // the start line's wall time
+  // hookhost ctl's changes, made by the runtime at step boundaries: it outlives the runtime, which
+  // may still run a change queued before close(); the server that feeds it goes first.
+  std::unique_ptr<LiveControl> live_control;
+  std::vector<std::string> resumed_changes;  // the live changes the resumed checkpoint carried
+  JobConfig base_config;                     // the configuration as given, before those changes
   std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<control::Server> control_server;
 
   // Undoes --fresh when the job does not start after all: the hooks created so far go first,
   // closing their files.
@@ -30,6 +49,8 @@ struct Job::Parts {
     runtime.reset();
     run_dir.put_back_previous_run(*log);
   }
+  // The cost line: how the job ended and what each hook cost. Once; a failure is a warning.
+  void end_record(const JobResult& result, double wall_time_s);
 };
 
 namespace {
@@ -37,9 +58,34 @@ namespace {
 // The exit status of every process when an internal error ends a distributed job (EX_SOFTWARE).
 constexpr int kInternalErrorExit = 70;
 
+// The plugins the planned hooks run, each file once, with its hash.
+std::vector<RecordedPlugin> recorded_plugins(const JobPlan& plan) {
+  std::vector<RecordedPlugin> plugins;
+  for (const auto& item : plan.hooks) {
+    const std::string file = item.plugin->file().string();
+    auto it = std::find_if(plugins.begin(), plugins.end(),
+                           [&](const RecordedPlugin& p) { return p.file == file; });
+    if (it == plugins.end()) {
+      std::string sha256 = item.plugin->sha256();
+      if (sha256.empty()) {
+        try {
+          sha256 = sha256_of_file(item.plugin->file());
+        } catch (const std::exception& e) {
+          sha256 = std::string("(not read: ") + e.what() + ")";
+        }
+      }
+      const PluginMetadata& m = item.plugin->metadata();
+      it = plugins.insert(plugins.end(), RecordedPlugin{m.id, m.version, file, sha256, {}});
+    }
+    it->hooks.push_back(item.hook->name);
+  }
+  return plugins;
+}
+
 RuntimeOptions runtime_options(const JobConfig& cfg, const RunDirectory& run_dir,
                                const std::shared_ptr<spdlog::logger>& log,
-                               const std::shared_ptr<Communicator>& communicator, int rank) {
+                               const std::shared_ptr<Communicator>& communicator, int rank,
+                               RunRecordWriter* record) {
   RuntimeOptions ro;
   ro.run_dir = run_dir.path();
   ro.config_dir = cfg.file ? fs::absolute(*cfg.file).parent_path() : fs::path();
@@ -53,6 +99,11 @@ RuntimeOptions runtime_options(const JobConfig& cfg, const RunDirectory& run_dir
   ro.communicator = communicator;
   ro.collective_timeout = std::chrono::milliseconds(cfg.collective_timeout_ms);
   ro.on_recover = recover_from_newest(run_dir.checkpoint_dir(), log, communicator.get(), rank);
+  if (record)
+    ro.on_event = [record](const RunEvent& e) {
+      record->write(RecordedEvent{wall_time_now(), run_event_kind_name(e.kind), e.global_step,
+                                  e.hook, e.text});
+    };
   return ro;
 }
 
@@ -64,7 +115,7 @@ RuntimeOptions runtime_options(const JobConfig& cfg, const RunDirectory& run_dir
 Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   Parts& p = *parts_;
   p.options = std::move(options);
-  const JobConfig& cfg = p.options.config;
+  JobConfig& config = p.options.config;
   p.log = p.options.logger ? p.options.logger : spdlog::default_logger();
   spdlog::logger& log = *p.log;
   // A communicator of one process is a job of one process: no collective per step.
@@ -73,6 +124,18 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   else
     p.options.communicator.reset();
   Communicator* const comm = p.comm;
+  // A resume runs the hooks its checkpoint's job had: the live changes it carries apply first.
+  p.base_config = config;
+  if (!comm && !p.options.fresh && !p.options.check_only) {
+    p.resumed_changes = live_changes_to_resume(config);
+    if (!p.resumed_changes.empty()) {
+      log.info("resuming with the live changes of the newest checkpoint: {}",
+               join(p.resumed_changes, ", "));
+      apply_hook_overrides(config, p.resumed_changes,
+                           "a live change (hookhost ctl) of the newest checkpoint:");
+    }
+  }
+  const JobConfig& cfg = config;
 
   StartupPhase planning(comm);
   JobPlan plan = plan_job(cfg, p.options.plugin_dirs, p.options.communicator, log,
@@ -95,8 +158,29 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   if (!p.options.fresh && !p.options.check_only)
     start = resume_from_newest(p.run_dir.checkpoint_dir(), *p.session, comm, plan.rank, log);
   first_step_ = start.global_step;
-  p.runtime = std::make_unique<Runtime>(
-      *p.session, runtime_options(cfg, p.run_dir, p.log, p.options.communicator, plan.rank));
+  // The chief keeps the job's record: its run folder is the job's (docs/operations.md).
+  bool ran_here_before = false;  // a record with lines: this start resumes that run
+  if (!p.options.check_only && plan.rank == 0) {
+    try {
+      std::error_code ec;
+      ran_here_before = fs::file_size(p.run_dir.path() / kRunRecordFile, ec) > 0 && !ec;
+      p.record = std::make_unique<RunRecordWriter>(p.run_dir.path() / kRunRecordFile);
+    } catch (const std::exception& e) {
+      log.warn("{}; the job runs without a run record and report", e.what());
+    }
+  }
+  RuntimeOptions runtime_settings =
+      runtime_options(cfg, p.run_dir, p.log, p.options.communicator, plan.rank, p.record.get());
+  runtime_settings.checkpoint_job_entries = [&p] {
+    std::map<std::string, SavedHookState> entries;
+    const std::vector<std::string> changes =
+        p.live_control ? p.live_control->changes() : p.resumed_changes;
+    if (!changes.empty())
+      entries.emplace(kLiveChangesEntry, SavedHookState{"hookhost", 1, join(changes, "\n")});
+    return entries;
+  };
+  p.runtime = std::make_unique<Runtime>(*p.session, std::move(runtime_settings));
+  take_live_changes(start.hook_states);  // read above, before the plan
   p.runtime->restore_hook_states(start.hook_states);
   try {
     instantiate(plan, hook_communicators, p.run_dir.path(), *p.runtime);
@@ -110,9 +194,101 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                               p.options.check_only ? cfg.run_dir.string() + " (untouched: --check)"
                                                    : p.run_dir.path().string(),
                               log);
+  if (p.record) {
+    RecordedStart record_start;
+    record_start.wall_time = p.record_started = wall_time_now();
+    record_start.resume = ran_here_before || start.global_step != 0;
+    record_start.global_step = start.global_step;
+    record_start.configuration =
+        join(effective_configuration(plan, p.run_dir.path().string()), "\n");
+    record_start.plugins = recorded_plugins(plan);
+    record_start.hookhost_version = HOOKHOST_VERSION_STRING;
+    record_start.rank = plan.rank;
+    record_start.world = plan.world;
+    try {
+      p.record->write(record_start);
+    } catch (const std::exception& e) {
+      log.warn("{}", e.what());
+    }
+  }
+  start_live_control(p, plan);
 }
 
-Job::~Job() = default;
+// hookhost ctl: a socket in the run directory, for a job of one process that runs steps.
+void Job::start_live_control(Parts& p, const JobPlan& plan) {
+  if (p.options.check_only || p.comm || !p.options.live_control) return;
+  LiveControl::Setup setup;
+  setup.config = &p.base_config;
+  setup.changes = p.resumed_changes;
+  setup.plugin_dirs = plan.plugin_dirs;
+  setup.builtin_dir = p.options.builtin_plugin_dir;
+  setup.run_dir = p.run_dir.path();
+  setup.runtime = p.runtime.get();
+  setup.log = p.log;
+  if (RunRecordWriter* record = p.record.get())
+    setup.record = [record](const RunEvent& e) {
+      record->write(RecordedEvent{wall_time_now(), run_event_kind_name(e.kind), e.global_step,
+                                  e.hook, e.text});
+    };
+  p.live_control = std::make_unique<LiveControl>(std::move(setup));
+  LiveControl* live = p.live_control.get();
+  try {
+    p.control_server = std::make_unique<control::Server>(
+        p.run_dir.path(),
+        [live](const std::vector<std::string>& words) { return live->handle(words); },
+        [live] { live->tick(); });
+    p.log->debug("hookhost ctl: listening on {}", p.control_server->path().string());
+  } catch (const std::exception& e) {
+    p.log->warn("{}; the job runs without live control (hookhost ctl)", e.what());
+  }
+}
+
+ControlReply Job::control(const std::vector<std::string>& words) {
+  if (!parts_->live_control)
+    return {false,
+            "this job takes no live control (a distributed job, --check, or "
+            "JobOptions::live_control = false)\n"};
+  const control::Reply reply = parts_->live_control->handle(words);
+  return {reply.ok, reply.text};
+}
+
+Job::~Job() {
+  // An embedder drives the runtime itself: its record ends when the job goes.
+  Parts& p = *parts_;
+  if (!p.record || p.record_ended || !p.runtime) return;
+  try {
+    p.end_record(p.runtime->close(), 0);
+  } catch (const std::exception& e) {
+    p.log->warn("the run record has no end: {}", e.what());
+  }
+}
+
+void Job::Parts::end_record(const JobResult& result, double wall_time_s) {
+  if (!record || record_ended) return;
+  record_ended = true;
+  RecordedCost cost;
+  cost.wall_time = wall_time_now();
+  cost.outcome = outcome_name(result.outcome);
+  cost.reason = result.reason;
+  cost.global_step = result.global_step;
+  cost.steps_run = result.steps_run;
+  // An embedder's loop is not timed by the Job: the time since the start stands for it.
+  cost.wall_time_s = wall_time_s > 0 ? wall_time_s : cost.wall_time - record_started;
+  for (const HookReport& report : runtime->reports()) {
+    RecordedHookCost hook{
+        report.instance_name, report.plugin_id, report.disabled, report.failure, {}};
+    for (const auto& [callback, stats] : report.callbacks)
+      hook.callbacks.push_back(RecordedCallbackCost{
+          callback, stats.calls, stats.timed_calls, stats.failures, stats.total.count(),
+          stats.quantile(0.5).count(), stats.quantile(0.99).count(), stats.max.count()});
+    cost.hooks.push_back(std::move(hook));
+  }
+  try {
+    record->write(cost);
+  } catch (const std::exception& e) {
+    log->warn("{}", e.what());
+  }
+}
 
 JobResult Job::run(const std::atomic<int>& signal_number) {
   Parts& p = *parts_;
@@ -140,7 +316,9 @@ JobResult Job::run(const std::atomic<int>& signal_number) {
     p.runtime->fail_job(std::string("internal error: ") + e.what());
   }
   JobResult result = p.runtime->close();
+  p.control_server.reset();  // from here on, hookhost ctl hears that no job runs here
   wall_time_ = std::chrono::steady_clock::now() - t0;
+  p.end_record(result, wall_time_.count());
   return result;
 }
 

@@ -232,23 +232,28 @@ void log_confinement(const JobPlan& plan, spdlog::logger& log) {
 
 }  // namespace
 
-void log_effective_configuration(const JobPlan& plan, const std::string& run_dir_text,
-                                 spdlog::logger& log) {
+std::vector<std::string> effective_configuration(const JobPlan& plan,
+                                                 const std::string& run_dir_text) {
   const JobConfig& cfg = *plan.config;
-  log.info("configuration: {}", cfg.file ? cfg.file->string() : "(no config file)");
+  std::vector<std::string> lines;
+  lines.push_back(
+      fmt::format("configuration: {}", cfg.file ? cfg.file->string() : "(no config file)"));
   if (plan.distributed)
-    log.info("  [run] distributed = mpi: rank {} of {} processes{}, collective_timeout_ms = {}",
-             plan.rank, plan.world, plan.rank == 0 ? " (the chief)" : "",
-             cfg.collective_timeout_ms);
-  log.info("  [run] run_dir = {}, log_level = {}, on_error = {}, checkpoint_wait = {}",
-           run_dir_text, cfg.log_level, policy_name(cfg.on_error), cfg.checkpoint_wait);
-  log.info("  [run] plugin folders: {}", folder_list(plan.plugin_dirs));
-  log.info("  [run] confine = {}",
-           confinement_name(cfg.isolation.confine.value_or(Confinement::sandboxed)));
+    lines.push_back(fmt::format(
+        "  [run] distributed = mpi: rank {} of {} processes{}, collective_timeout_ms = {}",
+        plan.rank, plan.world, plan.rank == 0 ? " (the chief)" : "", cfg.collective_timeout_ms));
+  lines.push_back(
+      fmt::format("  [run] run_dir = {}, log_level = {}, on_error = {}, checkpoint_wait = {}",
+                  run_dir_text, cfg.log_level, policy_name(cfg.on_error), cfg.checkpoint_wait));
+  lines.push_back(fmt::format("  [run] plugin folders: {}", folder_list(plan.plugin_dirs)));
+  lines.push_back(
+      fmt::format("  [run] confine = {}",
+                  confinement_name(cfg.isolation.confine.value_or(Confinement::sandboxed))));
   std::string wl = "name = " + cfg.workload;
   for (const auto& v : plan.workload_params.values())
     if (v.is_set) wl += ", " + v.spec.name + " = " + display_text(v.text);
-  log.info("  [workload] {}", plan.own_step ? std::string("(the program's own step)") : wl);
+  lines.push_back(
+      fmt::format("  [workload] {}", plan.own_step ? std::string("(the program's own step)") : wl));
   for (const auto& item : plan.hooks) {
     std::string line = "plugin = " + display_text(item.plugin->metadata().id) + " (" +
                        display_text(item.plugin->file().string()) +
@@ -269,8 +274,14 @@ void log_effective_configuration(const JobPlan& plan, const std::string& run_dir
               ", policy = " + when_full_name(item.observer.when_full);
     for (const auto& v : item.params.values())
       if (v.is_set) line += ", " + display_text(v.spec.name) + " = " + display_text(v.text);
-    log.info("  [hook.{}] {}", item.hook->name, line);
+    lines.push_back(fmt::format("  [hook.{}] {}", item.hook->name, line));
   }
+  return lines;
+}
+
+void log_effective_configuration(const JobPlan& plan, const std::string& run_dir_text,
+                                 spdlog::logger& log) {
+  for (const auto& line : effective_configuration(plan, run_dir_text)) log.info("{}", line);
   log_confinement(plan, log);
 }
 

@@ -59,6 +59,11 @@ JobPlan plan_job(const JobConfig& cfg, const std::vector<std::filesystem::path>&
                  const std::shared_ptr<Communicator>& communicator, spdlog::logger& log,
                  bool own_step = false, const std::filesystem::path& builtin_dir = {});
 
+// The effective configuration, every default filled in, one line per section: what the job logs
+// first and what its run record keeps.
+std::vector<std::string> effective_configuration(const JobPlan& plan,
+                                                 const std::string& run_dir_text);
+
 // The effective configuration, every default filled in, as the job's first log lines.
 // `run_dir_text` is the run directory as the operator should read it.
 void log_effective_configuration(const JobPlan& plan, const std::string& run_dir_text,

@@ -52,6 +52,9 @@ void Runtime::Impl::submit_snapshot(
   try {
     save.checkpoint.workload_state = session.save_state();
     save.checkpoint.hook_states = hook_states();
+    if (options.checkpoint_job_entries)
+      for (auto& [name, entry] : options.checkpoint_job_entries())
+        save.checkpoint.hook_states.insert_or_assign(name, std::move(entry));
     if (options.checkpoint_wait) {
       checkpoint_writer.submit(std::move(save));
       return;
@@ -93,6 +96,8 @@ void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
                          options.keep_checkpoints);
     job.set_last_checkpoint(WrittenCheckpoint{file, save.checkpoint.global_step});
     log->info("wrote checkpoint {} (requested by {})", file.string(), save.reasons);
+    emit(RunEvent::Kind::checkpoint, save.checkpoint.global_step, "",
+         file.string() + " (requested by " + save.reasons + ")");
   } catch (const std::exception& e) {
     checkpoint_failed(save.checkpoint.global_step, save.reasons, e.what());
   } catch (...) {

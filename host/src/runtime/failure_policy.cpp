@@ -86,6 +86,11 @@ void StepEngine::handle_lost_runner(Slot& slot, Callback cb, const CallResult& r
       if (slot.dispatch->restart(&why)) {
         slot.runner_lost = false;
         log_->info("hook '{}' restarted with its last saved state", s.instance_name);
+        if (event_sink_)
+          event_sink_(RunEvent::Kind::restart, step, s.instance_name,
+                      "restarted with its last saved state (" + std::to_string(slot.restarts) +
+                          " of max_restarts = " + std::to_string(s.max_restarts) +
+                          ") after: " + r.message);
         return;
       }
       log_->error(

@@ -19,20 +19,22 @@ const char* when_full_name(ObserverSettings::WhenFull when_full) {
 void StepEngine::start_observers() {
   // The observers living in one runner (an isolation group) share a worker.
   std::map<const void*, std::shared_ptr<ObserverWorker>> runner_workers;
-  for (const auto& sp : slots_) {
-    Slot& slot = *sp;
-    if (!slot.settings.observer.enabled) continue;
-    std::shared_ptr<ObserverWorker> worker;
-    if (const auto* exchange = dynamic_cast<const ObservedExchange*>(slot.dispatch.get())) {
-      std::shared_ptr<ObserverWorker>& shared = runner_workers[exchange->runner()];
-      if (!shared) shared = std::make_shared<ObserverWorker>();
-      worker = shared;
-    }
-    slot.lane.reset(new ObserverLane(slot, log_, std::move(worker)));
-    // Without a before_run it asks for nothing, and nothing needs learning on the step.
-    if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->fetch_nothing();
-    observer_slots_.push_back(&slot);
+  for (const auto& sp : slots_)
+    if (sp->settings.observer.enabled) start_observer(*sp, runner_workers);
+}
+
+void StepEngine::start_observer(Slot& slot,
+                                std::map<const void*, std::shared_ptr<ObserverWorker>>& shared) {
+  std::shared_ptr<ObserverWorker> worker;
+  if (const auto* exchange = dynamic_cast<const ObservedExchange*>(slot.dispatch.get())) {
+    std::shared_ptr<ObserverWorker>& runner_worker = shared[exchange->runner()];
+    if (!runner_worker) runner_worker = std::make_shared<ObserverWorker>();
+    worker = runner_worker;
   }
+  slot.lane.reset(new ObserverLane(slot, log_, std::move(worker)));
+  // Without a before_run it asks for nothing, and nothing needs learning on the step.
+  if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->fetch_nothing();
+  observer_slots_.push_back(&slot);
 }
 
 bool StepEngine::first_observed_before_run(Slot& slot) {

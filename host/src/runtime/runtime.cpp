@@ -95,6 +95,7 @@ Runtime::Impl::Impl(Session& s, RuntimeOptions o)
                                       options.communicator, options.collective_timeout}),
       engine(job, running, log, options.time_every_n_steps) {
   if (options.communicator) agreement.emplace(*options.communicator, job, log);
+  connect_run_events();
 }
 
 std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& settings,
@@ -118,6 +119,7 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& s
 std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const {
   std::map<std::string, SavedHookState> out;
   for (const auto& sp : engine.slots()) {
+    if (sp->detached) continue;  // its name may belong to a newer instance
     std::lock_guard lock(sp->services->state_mutex);
     if (sp->services->has_state) out.emplace(sp->settings.instance_name, sp->services->state);
   }
@@ -125,7 +127,8 @@ std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const
 }
 
 void Runtime::Impl::check_can_add(const HookSettings& settings) const {
-  if (started) throw std::logic_error("add_hook after start()");
+  if (started && !in_change)
+    throw std::logic_error("add_hook after start(), outside a change (at_next_boundary)");
   engine.check_unique(settings.instance_name);
   if (!settings.observer.enabled) return;
   // Its calls return steps after the step they concern: it cannot be what fails the job.
@@ -261,6 +264,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   slot->direct_after_run = hook->after_run;
   if (!extension_problem.empty()) m.log->warn("{}: {}", where, extension_problem);
   m.engine.add(std::move(slot));
+  if (m.started) m.engine.attach_added(m.creation);
 }
 
 void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings) {
@@ -270,6 +274,7 @@ void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings
   slot->settings = std::move(settings);
   slot->dispatch = std::move(hook);
   impl_->engine.add(std::move(slot));
+  if (impl_->started) impl_->engine.attach_added(impl_->creation);
 }
 
 void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, HookSettings settings,
@@ -302,6 +307,7 @@ void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, Hoo
   slot->services = std::move(services);
   slot->dispatch = std::move(dispatch);
   m.engine.add(std::move(slot));
+  if (m.started) m.engine.attach_added(m.creation);
 }
 
 bool Runtime::start() {
@@ -309,6 +315,7 @@ bool Runtime::start() {
   EntryGuard guard(m.in_call, "start()");
   if (m.started) throw std::logic_error("start() called twice");
   m.started = true;
+  m.started_shared.store(true);
   m.engine.start(m.session.fetchable(), m.session.feedable());
   std::vector<std::string> order;
   for (const auto& s : m.engine.slots())
@@ -411,6 +418,7 @@ RunOutput Runtime::run(const std::vector<std::string>& fetches, const TensorMap&
         return out;
     }
     ++m.steps_run;
+    m.steps_run_shared.store(m.steps_run, std::memory_order_relaxed);
     m.job.set_global_step(m.session.global_step(), std::memory_order_relaxed);
     engine.after_step(ctx, step.values);
     // The step boundary: every hook's after_run has returned.
@@ -461,6 +469,11 @@ JobResult Runtime::close() {
   Impl& m = *impl_;
   if (m.closed) return m.result;
   EntryGuard guard(m.in_call, "close()");
+  {
+    std::lock_guard lock(m.changes_mutex);
+    m.closing = true;
+  }
+  m.run_changes();  // every change posted gets its answer
   m.engine.deliver_end(m.result);
   m.result.steps_run = m.steps_run;
   m.step_boundary();         // a final save asked for in end(), unless the job failed
@@ -478,6 +491,8 @@ JobResult Runtime::close() {
     m.result.reason = m.job.failure_reason();
   }
   m.closed = true;
+  m.emit(RunEvent::Kind::end, m.result.global_step, "",
+         std::string(outcome_name(m.result.outcome)) + ": " + m.result.reason);
   try {
     m.event_writers
         .flush_all();  // whatever hooks wrote reaches the disk even if they never flushed
@@ -514,8 +529,10 @@ std::vector<HookReport> Runtime::reports() const {
     r.instance_name = sp->settings.instance_name;
     r.plugin_id = sp->dispatch->plugin_id();
     r.plugin_file = sp->dispatch->plugin_file();
-    r.disabled = sp->disabled;
+    r.disabled = sp->disabled && !sp->detached;
     r.failure = sp->failure;
+    r.detached = sp->detached;
+    r.detach_reason = sp->detach_reason;
     for (size_t i = 0; i < kCallbackNames.size(); ++i)
       r.callbacks[kCallbackNames[i]] = sp->stats_of(static_cast<Callback>(i));
     if (sp->lane) {

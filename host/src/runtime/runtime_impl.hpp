@@ -7,9 +7,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +45,17 @@ struct Runtime::Impl {
   // The caller's fetch list as last checked against the workload, so an unchanged list is
   // checked with one comparison per step instead of a set lookup per name.
   std::vector<std::string> checked_fetches;
+  // Live changes (Runtime::at_next_boundary): posted by any thread, run on the training thread at
+  // the step boundary; `closing` (close() has begun) refuses new ones.
+  mutable std::mutex changes_mutex;
+  std::vector<std::function<void(Runtime&)>> changes;  // guarded by changes_mutex
+  bool closing = false;                                // guarded by changes_mutex
+  std::atomic<bool> changes_waiting{false};
+  bool in_change = false;  // a change runs now (training thread)
+  void run_changes();
+  // For progress() from other threads: stored once per step (a plain store), and at start().
+  std::atomic<int64_t> steps_run_shared{0};
+  std::atomic<bool> started_shared{false};
   // States restored from a checkpoint, given to each instance as it is created.
   std::map<std::string, SavedHookState> restored_states;
 
@@ -81,6 +94,8 @@ struct Runtime::Impl {
       agree_across_processes();
     else if (job.checkpoint_requested(std::memory_order_relaxed))
       write_requested_checkpoint();
+    if (changes_waiting.load(std::memory_order_relaxed)) [[unlikely]]
+      run_changes();
   }
   // The agreement (StepAgreement::agree), then the checkpoint it decided, if any.
   void agree_across_processes(bool decide_checkpoint = true) {
@@ -117,6 +132,12 @@ struct Runtime::Impl {
   std::filesystem::path checkpoint_folder() const;
   // Gives `services` the state restored for its instance, unless another plugin saved it.
   void adopt_restored_state(HostServices& services) const;
+
+  // run_events.cpp: tells options.on_event (nothing when it is empty); what it throws is logged.
+  // [thread-safe] as on_event is.
+  void emit(RunEvent::Kind kind, int64_t global_step, std::string hook, std::string text);
+  // Connects the job's state and the engine to emit(); once, in the constructor.
+  void connect_run_events();
 };
 
 }  // namespace hookhost

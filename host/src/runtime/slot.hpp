@@ -75,6 +75,10 @@ struct alignas(64) Slot {  // the hot fields below share the first cache line
   bool begin_called = false;
   uint32_t restarts = 0;     // of its process (another isolation tier), for on_crash = restart
   bool runner_lost = false;  // its process is gone: not even end() is delivered
+  // Taken off the running job (StepEngine::detach): ended and destroyed, kept for the report; its
+  // name may be used again.
+  bool detached = false;
+  std::string detach_reason;
   std::string failure;
   std::array<CallStats, kCallbackNames.size()> stats{};
   uint64_t filtered_steps_seen = 0;  // steps step_called() was asked about, for first_n

@@ -101,7 +101,7 @@ StepEngine::~StepEngine() = default;
 
 void StepEngine::check_unique(const std::string& instance_name) const {
   for (const auto& other : slots_)
-    if (other->settings.instance_name == instance_name)
+    if (!other->detached && other->settings.instance_name == instance_name)
       throw ConfigError("two hooks are named '" + instance_name +
                         "'; instance names must be unique");
 }
@@ -135,6 +135,7 @@ void StepEngine::start(const std::vector<std::string>& fetchable,
   fetchable_.insert(fetchable.begin(), fetchable.end());
   feedable_.insert(feedable.begin(), feedable.end());
   start_observers();
+  started_ = true;
 }
 
 void StepEngine::stop_watching() {
@@ -397,20 +398,21 @@ void StepEngine::deliver_end(JobResult& result) {
 }
 
 void StepEngine::destroy_all() {
-  for (auto& sp : slots_) {
-    Slot& slot = *sp;
-    if (slot.state == HookState::destroyed) continue;
-    slot.services->ended = true;
-    const SignalDispositions signals = SignalDispositions::snapshot();
-    std::string error;
-    {
-      InstanceCallScope scope(running_, job_, *slot.services, "destroy");
-      error = slot.dispatch->destroy();
-    }
-    signals.restore_and_report(*log_, slot.services->blame_name, during_call(job_, "destroy"));
-    slot.state = HookState::destroyed;
-    if (!error.empty()) log_->error("{}: {}", slot.services->blame_name, error);
+  for (auto& sp : slots_) destroy_one(*sp);
+}
+
+void StepEngine::destroy_one(Slot& slot) {
+  if (slot.state == HookState::destroyed) return;
+  slot.services->ended = true;
+  const SignalDispositions signals = SignalDispositions::snapshot();
+  std::string error;
+  {
+    InstanceCallScope scope(running_, job_, *slot.services, "destroy");
+    error = slot.dispatch->destroy();
   }
+  signals.restore_and_report(*log_, slot.services->blame_name, during_call(job_, "destroy"));
+  slot.state = HookState::destroyed;
+  if (!error.empty()) log_->error("{}: {}", slot.services->blame_name, error);
 }
 
 CallResult StepEngine::call_through_dispatch(Slot& slot, Callback cb, const hh_run_context& ctx,
@@ -427,6 +429,94 @@ bool StepEngine::before_calls_timed(const hh_run_context& ctx,
 
 void StepEngine::after_calls_timed(const hh_run_context& ctx, const TensorMap& values) {
   after_calls<true>(ctx, values);
+}
+
+// ---- live changes (hookhost ctl), at a step boundary
+// ---------------------------------------------
+
+bool StepEngine::attach_added(int creation) {
+  Slot& slot = *slots_.back();
+  if (slot.settings.call_timeout.count() > 0 && !watchdog_)
+    watchdog_ = std::make_unique<CallWatchdog>(running_, log_);
+  slot.direct_step_calls = slot.direct_hook && slot.settings.call_timeout.count() == 0 &&
+                           time_every_n_steps_ > 1 && !slot.settings.observer.enabled;
+  // Among equal orders it runs after the hooks already there, as if added last to the config.
+  std::stable_sort(slots_.begin(), slots_.end(), [](const auto& a, const auto& b) {
+    return a->settings.order < b->settings.order;
+  });
+  step_slots_stale_ = true;
+  if (slot.settings.observer.enabled) {
+    std::map<const void*, std::shared_ptr<ObserverWorker>> own;  // its runner is its own
+    start_observer(slot, own);
+  }
+  const int64_t step = job_.global_step();
+  check_state(slot, Callback::begin, {HookState::created});
+  slot.begin_called = true;
+  slot.state = HookState::begun;
+  if (wants(slot, Callback::begin)) {
+    CallResult r = call(slot, Callback::begin, [&] { return slot.dispatch->begin(); });
+    handle_result(slot, Callback::begin, r, step);
+  }
+  if (!active(slot) || job_.failed()) return false;
+  hh_session_info info{};
+  info.struct_size = HH_SESSION_INFO_SIZE;
+  info.global_step = step;
+  info.creation = static_cast<uint32_t>(creation);
+  slot.state = HookState::in_session;
+  if (wants(slot, Callback::after_create_session)) {
+    CallResult r = call(slot, Callback::after_create_session,
+                        [&] { return slot.dispatch->after_create_session(info); });
+    handle_result(slot, Callback::after_create_session, r, step);
+  }
+  return active(slot) && !job_.failed();
+}
+
+bool StepEngine::detach(const std::string& instance_name, const std::string& reason,
+                        std::string* why) {
+  Slot* found = nullptr;
+  std::vector<std::string> live;
+  for (const auto& sp : slots_) {
+    if (sp->detached) continue;
+    live.push_back(sp->settings.instance_name);
+    if (sp->settings.instance_name == instance_name) found = sp.get();
+  }
+  if (!found) {
+    *why = "no hook named '" + instance_name +
+           "' runs in this job (its hooks: " + join_names(live) + ")";
+    return false;
+  }
+  Slot& slot = *found;
+  if (slot.lane) {  // every step queued to it first, as before end
+    slot.lane->drain([&] { settle_observer(slot); });
+    settle_observer(slot);
+    slot.lane->shutdown();
+    std::erase(observer_slots_, &slot);
+  }
+  if (slot.begin_called && slot.state != HookState::ended && slot.state != HookState::destroyed &&
+      !slot.runner_lost && wants(slot, Callback::end)) {
+    hh_end_info info{};
+    info.struct_size = HH_END_INFO_SIZE;
+    info.outcome = HH_OUTCOME_STOPPED;
+    info.stop_cause = HH_STOP_CAUSE_HOST;
+    const std::string text = "detached: " + reason;
+    info.reason = text.c_str();
+    info.global_step = job_.global_step();
+    slot.state = HookState::ended;
+    CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
+    if (!r.ok()) {  // the operator took it off: its end's failure is its own, never the job's
+      ++slot.stats[static_cast<size_t>(Callback::end)].failures;
+      log_->error("{}: {}", describe(slot, Callback::end, info.global_step), r.message);
+      if (slot.failure.empty()) slot.failure = "end failed: " + r.message;
+    }
+  }
+  slot.state = HookState::ended;
+  slot.services->ended = true;
+  destroy_one(slot);
+  slot.disabled = true;
+  slot.detached = true;
+  slot.detach_reason = reason;
+  step_slots_stale_ = true;
+  return true;
 }
 
 }  // namespace hookhost

@@ -12,6 +12,7 @@
 #include <spdlog/logger.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -26,6 +27,7 @@
 namespace hookhost {
 
 class CallWatchdog;
+class ObserverWorker;
 
 // "a, b, c", or "(none)".
 std::string join_names(const std::vector<std::string>& items);
@@ -63,6 +65,11 @@ class StepEngine {
   StepEngine(const StepEngine&) = delete;
   StepEngine& operator=(const StepEngine&) = delete;
 
+  // Told when a hook is disabled or restarted, for the run record (Runtime::Impl::emit).
+  using EventSink = std::function<void(RunEvent::Kind, int64_t global_step, const std::string& hook,
+                                       const std::string& text)>;
+  void set_event_sink(EventSink sink) { event_sink_ = std::move(sink); }
+
   // --- composition, before start() ---
   // Throws ConfigError when a hook of that name exists.
   void check_unique(const std::string& instance_name) const;
@@ -71,6 +78,17 @@ class StepEngine {
   // timeout, and learns which values the workload gives and takes.
   void start(const std::vector<std::string>& fetchable, const std::vector<std::string>& feedable);
   const std::vector<std::unique_ptr<Slot>>& slots() const { return slots_; }
+  bool started() const { return started_; }
+
+  // --- live changes, at a step boundary after start() (live_hooks.cpp) ---
+  // The slot added last joins the running job: placed by its order among the others, then begin
+  // and after_create_session (session `creation`, the live step). False when either call failed
+  // it (its policy then applies, as at start: it is disabled, or the job stops or fails).
+  bool attach_added(int creation);
+  // Ends one hook (end() with `reason`, as a stop by the host) and destroys it; its slot stays for
+  // the job's report, marked detached, and its name may be used again. A call it is in has
+  // returned: changes run at the step boundary. False, with `why`, when no live hook has the name.
+  bool detach(const std::string& instance_name, const std::string& reason, std::string* why);
   bool can_fetch(std::string_view name) const { return fetchable_.count(name) != 0; }
   bool can_feed(std::string_view name) const { return feedable_.count(name) != 0; }
 
@@ -161,6 +179,8 @@ class StepEngine {
   // observers.cpp: starts each observer's worker; queues a step to an observer (after its
   // values are copied); applies what an observer's calls returned (its policies, a restart).
   void start_observers();
+  void start_observer(Slot& slot, std::map<const void*, std::shared_ptr<ObserverWorker>>& shared);
+  void destroy_one(Slot& slot);
   void observe_step(Slot& slot, const hh_run_context& ctx, const TensorMap& values);
   void settle_observers();
   void settle_observer(Slot& slot);
@@ -180,17 +200,22 @@ class StepEngine {
   void disable(Slot& slot) {
     slot.disabled = true;
     step_slots_stale_ = true;
+    if (event_sink_)
+      event_sink_(RunEvent::Kind::disable, job_.global_step(), slot.settings.instance_name,
+                  slot.failure);
   }
   void rebuild_step_slots();
 
   JobState& job_;
   RunningCall& running_;
   std::shared_ptr<spdlog::logger> log_;
+  EventSink event_sink_;
   const uint32_t time_every_n_steps_;
   std::vector<std::unique_ptr<Slot>> slots_;  // in resolved order after start()
   std::set<std::string, std::less<>> fetchable_;
   std::set<std::string, std::less<>> feedable_;
   std::unique_ptr<CallWatchdog> watchdog_;  // only when a hook has a call timeout
+  bool started_ = false;
 
   // The slots a step calls: active, implementing before_run or after_run, in order. Rebuilt after
   // a hook is disabled, so a hook with neither callback costs nothing per step.

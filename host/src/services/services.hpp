@@ -49,6 +49,8 @@ class StepsService final : public HostService {
   int64_t last_step(HostServices& caller);
   // Sets the caller's HostServices::skip_until, which the step engine reads.
   hh_status skip_until(HostServices& caller, int64_t step);
+  // The smallest last step a hook published, or -1. [thread-safe]
+  int64_t published_last_step() const { return published_.load(); }
 
  private:
   std::atomic<int64_t> published_{-1};

@@ -153,4 +153,10 @@ inline constexpr std::size_t kMaxConfigBytes = 1024 * 1024;
 JobConfig load_job_config(const std::optional<std::filesystem::path>& file,
                           const std::vector<std::string>& overrides);
 
+// Applies overrides of [hook.NAME] keys ("hook.NAME.KEY=VALUE") to `cfg`, read exactly as
+// load_job_config reads --set, with messages naming `via` where they would say "--set" (e.g.
+// "hookhost ctl attach"). A later override of a key replaces the earlier one. Throws ConfigError.
+void apply_hook_overrides(JobConfig& cfg, const std::vector<std::string>& overrides,
+                          const std::string& via);
+
 }  // namespace hookhost

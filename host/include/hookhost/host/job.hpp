@@ -60,10 +60,21 @@ struct JobOptions {
   // call run() on such a Job: destroy it.
   bool check_only = false;
   std::shared_ptr<spdlog::logger> logger;
+  // Live control (hookhost ctl, Job::control): a socket, control.sock, in the run directory,
+  // answering the job's own user. Never for check_only or a distributed job (docs/operations.md).
+  bool live_control = true;
   // The job's processes when it runs on several ([run] distributed = mpi; hookhost/host/mpi.hpp).
   // Every process builds its own Job from the same configuration; null (or a communicator of one
   // process) runs the job as one process.
   std::shared_ptr<Communicator> communicator;
+};
+
+struct JobPlan;
+
+// A live-control request's answer: what hookhost ctl prints, and whether it succeeded.
+struct ControlReply {
+  bool ok = false;
+  std::string text;
 };
 
 class Job {
@@ -87,6 +98,11 @@ class Job {
   void stop_for_signal(int signal);
   // The hook call running now ("" when none), for a signal's message. [thread-safe]
   std::string running_call() const;
+  // A live-control request, as hookhost ctl sends it ({"attach", "extra", "logging_tensor",
+  // "tensors=loss"}, {"status"}, ...; docs/operations.md): checked as the configuration is, then
+  // applied at the next step boundary. Blocks until then (at most a few seconds: a change not
+  // applied by then is answered "queued"). Not on the thread that runs the steps. [thread-safe]
+  ControlReply control(const std::vector<std::string>& words);
   // The hook instances created, in call order.
   std::vector<std::string> hook_names() const;
 
@@ -97,6 +113,7 @@ class Job {
 
  private:
   struct Parts;
+  static void start_live_control(Parts& p, const JobPlan& plan);
   std::unique_ptr<Parts> parts_;
   std::chrono::duration<double> wall_time_{0};
   int64_t first_step_ = 0;

@@ -189,8 +189,32 @@ struct HookReport {
   // for a value not fetched at that step (an observer's fetches take effect one step later).
   uint64_t observer_skipped_steps = 0;
   uint64_t observer_unfetched_steps = 0;
+  // Taken off the running job (Runtime::detach_hook), and why.
+  bool detached = false;
+  std::string detach_reason;
 };
 
+// Something that happened to the job, for its run record.
+struct RunEvent {
+  enum class Kind {
+    start,
+    resume,
+    checkpoint,
+    stop,
+    failure,
+    disable,
+    restart,
+    attach,
+    detach,
+    set,
+    end
+  };
+  Kind kind = Kind::start;
+  int64_t global_step = 0;
+  std::string hook;  // the instance, or "" for the job
+  std::string text;  // human-readable: the reason, the checkpoint file, ...
+};
+const char* run_event_kind_name(RunEvent::Kind kind);
 
 struct RuntimeOptions {
   std::filesystem::path run_dir = ".";
@@ -228,9 +252,17 @@ struct RuntimeOptions {
   // it on every process after the same step, with that process's outcome and reason) and whether
   // a checkpoint is taken (the chief writes it, with every process's hook states).
   std::shared_ptr<Communicator> communicator;
+  // Entries added to every checkpoint's hook states besides the instances' own, under names no
+  // instance can have (with a ':'): the job's live changes (hookhost ctl), which a resume applies
+  // before it plans the hooks. Called on the training thread as the snapshot is taken.
+  std::function<std::map<std::string, SavedHookState>()> checkpoint_job_entries;
   // How long a hook's hh.dist/1 collective waits for the other processes of its group before it
   // fails (and the service becomes unusable for that instance).
   std::chrono::milliseconds collective_timeout{60000};
+  // Told what happens to the job (checkpoints on disk, stops, failures, hooks disabled or
+  // restarted, the end), for its run record. Must not call back into the runtime; what it throws
+  // is logged. May be called from the training thread and the checkpoint writer's thread.
+  std::function<void(const RunEvent&)> on_event;
 };
 
 struct WrittenCheckpoint {
@@ -245,15 +277,17 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // Creates an instance of a loaded plugin. Only before start(). Throws ConfigError when create()
-  // fails (the message names the instance, the plugin file and the plugin's reason).
+  // Creates an instance of a loaded plugin. Before start(), or inside a change (at_next_boundary),
+  // where it joins the running job: begin and after_create_session, with the live step, before its
+  // first step. Throws ConfigError when create() fails (the message names the instance, the
+  // plugin file and the plugin's reason). The add_hook overloads below follow the same rule.
   void add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings settings,
                 const ResolvedParams& params);
-  // Adds a hook behind any dispatcher (a test double). Only before start().
+  // Adds a hook behind any dispatcher (a test double).
   void add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings);
   // Adds a hook whose dispatcher needs the instance's hh_host: another isolation tier runs create()
   // elsewhere and forwards the plugin's host calls to `host`, which validates them as for any
-  // in-process plugin. `make` throws ConfigError when create() fails. Only before start().
+  // in-process plugin. `make` throws ConfigError when create() fails.
   using DispatchFactory = std::function<std::unique_ptr<HookDispatch>(const hh_host& host)>;
   void add_hook(const std::string& plugin_id, uint32_t state_version, HookSettings settings,
                 const DispatchFactory& make);
@@ -273,6 +307,29 @@ class Runtime {
   // "hook 'NAME' (plugin 'ID') in CALLBACK at global step N" while a hook call runs, else "".
   // [thread-safe]: for a watchdog or a signal handler thread naming what the job is stuck in.
   std::string running_call() const;
+
+  // A change to the running job (hookhost ctl, an embedder's control thread): `change` runs on the
+  // training thread at the next step boundary (after start()'s, or after a step's after_run phase
+  // and its checkpoint), in the order posted, and may call add_hook, detach_hook and
+  // give_state_to. Changes still waiting when close() begins run then, before end. False, and
+  // `change` dropped, once close() has begun. What a change throws is logged. [thread-safe]
+  bool at_next_boundary(std::function<void(Runtime&)> change);
+  // Inside a change only: ends hook `instance_name` (end() with outcome stopped, cause host, reason
+  // "detached: REASON") and destroys it; it stays in reports() as detached and its name may be
+  // used again. False, with `why`, when no live hook has that name.
+  bool detach_hook(const std::string& instance_name, const std::string& reason, std::string* why);
+  // Inside a change only: the next instance created as `instance_name` starts from `state` (as a
+  // restored checkpoint's state is given), e.g. a hook recreated with new parameters.
+  void give_state_to(const std::string& instance_name, SavedHookState state);
+  // The job's progress, for a status asked from another thread. [thread-safe]
+  struct Progress {
+    int64_t global_step = 0;
+    int64_t steps_run = 0;
+    bool started = false;
+    bool closed = false;     // close() has begun: no change is taken
+    int64_t last_step = -1;  // where the job stops, when the workload or a hook says; else -1
+  };
+  Progress progress() const;
 
   // Marks the job failed (the embedding program's own error); close() still delivers end().
   void fail_job(const std::string& reason);

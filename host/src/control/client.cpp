@@ -1,0 +1,79 @@
+#include "control/client.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "control/server.hpp"
+#include "support/unique_fd.hpp"
+
+namespace hookhost::control {
+namespace fs = std::filesystem;
+
+Reply send_request(const fs::path& run_dir, const std::vector<std::string>& words,
+                   std::chrono::milliseconds timeout) {
+  const std::string request = encode_request(words);
+  const fs::path socket_path = run_dir / kSocketName;
+  UniqueFd folder(::open(run_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!folder)
+    throw std::runtime_error(run_dir.string() + ": " + std::strerror(errno) +
+                             " (name the run directory of a running job: its [run] run_dir or "
+                             "--run-dir)");
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string name = socket_address_in(folder.get());
+  std::memcpy(address.sun_path, name.c_str(), name.size() + 1);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    const int error = errno;
+    if (error == ENOENT)
+      throw std::runtime_error(
+          "no job is running in " + run_dir.string() + " (it has no " + kSocketName +
+          "): the job has ended or was never started there, or it is a distributed job, which "
+          "takes no live control");
+    if (error == ECONNREFUSED)
+      throw std::runtime_error("no job listens on " + socket_path.string() +
+                               " (a job that was killed leaves it behind; the next run of the "
+                               "job replaces it)");
+    if (error == EACCES)
+      throw std::runtime_error(socket_path.string() +
+                               ": permission denied: only the job's own user may control it");
+    throw std::runtime_error(socket_path.string() + ": connect: " + std::strerror(error));
+  }
+  for (std::size_t done = 0; done < request.size();) {
+    const ssize_t n =
+        ::send(fd.get(), request.data() + done, request.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the job answered before reading it all (a refusal): read its answer
+    done += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buffer[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd.get(), POLLIN, 0};
+    const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0)
+      throw std::runtime_error("the job in " + run_dir.string() + " did not answer within " +
+                               std::to_string(timeout.count()) +
+                               " ms (it answers one request at a time; try again, or a longer "
+                               "--timeout)");
+    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buffer, static_cast<std::size_t>(n));
+  }
+  return decode_reply(reply);
+}
+
+}  // namespace hookhost::control

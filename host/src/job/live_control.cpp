@@ -1,0 +1,460 @@
+#include "job/live_control.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "hookhost/host/checkpoint.hpp"
+#include "job/instantiate.hpp"
+#include "job/run_directory.hpp"
+#include "support/display_text.hpp"
+#include "support/text.hpp"
+
+namespace hookhost {
+namespace fs = std::filesystem;
+using control::Reply;
+
+namespace {
+
+constexpr const char* kVerbs = "status, attach, detach, set, checkpoint or stop";
+
+// "hook.NAME.KEY=VALUE" -> NAME ("" when it is not a hook override).
+std::string hook_of_override(const std::string& text) {
+  if (!text.starts_with("hook.")) return {};
+  const std::size_t eq = text.find('=');
+  const std::size_t dot = text.rfind('.', eq);
+  return dot == std::string::npos || dot < 5 ? std::string() : text.substr(5, dot - 5);
+}
+
+// "hook.NAME.KEY" of an override ("" when there is no '=').
+std::string key_path_of(const std::string& text) {
+  const std::size_t eq = text.find('=');
+  return eq == std::string::npos ? std::string() : text.substr(0, eq);
+}
+
+std::string micros(std::chrono::nanoseconds ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", std::chrono::duration<double, std::micro>(ns).count());
+  return text;
+}
+
+std::string duration_text(double seconds) {
+  char text[48];
+  const long long s = static_cast<long long>(seconds + 0.5);
+  std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> take_live_changes(std::map<std::string, SavedHookState>& states) {
+  std::vector<std::string> changes;
+  auto it = states.find(kLiveChangesEntry);
+  if (it == states.end()) return changes;
+  const std::string& bytes = it->second.bytes;
+  for (std::size_t start = 0; start < bytes.size();) {
+    std::size_t end = bytes.find('\n', start);
+    if (end == std::string::npos) end = bytes.size();
+    if (end > start) changes.push_back(bytes.substr(start, end - start));
+    start = end + 1;
+  }
+  states.erase(it);
+  return changes;
+}
+
+std::vector<std::string> live_changes_to_resume(const JobConfig& cfg) {
+  const fs::path dir =
+      cfg.checkpoint_dir.is_relative() ? cfg.run_dir / cfg.checkpoint_dir : cfg.checkpoint_dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  // The checkpoint the resume will take; one that does not read is the resume's to report.
+  std::optional<RestoredCheckpoint> newest;
+  try {
+    newest = restore_latest_checkpoint(dir, kCheckpointBasename);
+  } catch (const std::exception&) {
+    return {};
+  }
+  if (!newest || newest->file.empty()) return {};
+  return take_live_changes(newest->checkpoint.hook_states);
+}
+
+struct LiveControl::Planned {
+  JobConfig config;
+  JobPlan plan;
+};
+
+struct LiveControl::Pending {
+  std::mutex mutex;
+  std::condition_variable done;
+  std::optional<Reply> reply;
+};
+
+LiveControl::LiveControl(Setup setup) : setup_(std::move(setup)) {
+  for (const HookConfig& hook : setup_.config->hooks) config_sections_.insert(hook.name);
+  changes_ = setup_.changes;
+  last_progress_ = std::chrono::steady_clock::now();
+}
+
+LiveControl::~LiveControl() = default;
+
+std::vector<std::string> LiveControl::changes() const {
+  std::lock_guard lock(mutex_);
+  return changes_;
+}
+
+void LiveControl::emit(RunEvent::Kind kind, const std::string& hook, const std::string& text) {
+  setup_.log->info("hookhost ctl: {}", text);
+  if (setup_.record)
+    setup_.record(RunEvent{kind, setup_.runtime->progress().global_step, hook, text});
+}
+
+void LiveControl::tick() {
+  std::lock_guard lock(rate_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  const int64_t steps = setup_.runtime->progress().steps_run;
+  if (steps != last_steps_run_) {
+    last_steps_run_ = steps;
+    last_progress_ = now;
+  }
+  samples_.emplace_back(now, steps);
+  while (samples_.size() > 2 && now - samples_.front().first > std::chrono::seconds(10))
+    samples_.pop_front();
+}
+
+std::string LiveControl::step_text() {
+  tick();
+  const Runtime::Progress p = setup_.runtime->progress();
+  std::string text = "global step " + std::to_string(p.global_step);
+  double idle = 0;
+  {
+    std::lock_guard lock(rate_mutex_);
+    idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress_).count();
+  }
+  if (idle >= 1.0) {
+    char line[96];
+    std::snprintf(line, sizeof line, "; no step has ended for %.1f s", idle);
+    text += line;
+    if (const std::string call = setup_.runtime->running_call(); !call.empty())
+      text += " (running: " + call + ")";
+  }
+  return text;
+}
+
+Reply LiveControl::handle(const std::vector<std::string>& words) {
+  if (words.empty() || words[0].empty()) return {false, std::string("expected ") + kVerbs + "\n"};
+  const std::string& verb = words[0];
+  try {
+    if (verb == "status") return status(words.size() > 1 && words[1] == "--quick");
+    if (verb == "attach") return attach(words);
+    if (verb == "detach") return detach(words);
+    if (verb == "set") return set(words);
+    if (verb == "checkpoint") return checkpoint();
+    if (verb == "stop") return stop(words);
+  } catch (const ConfigError& e) {
+    return {false, std::string(e.what()) + "\nNothing was changed.\n"};
+  }
+  return {false, "unknown request '" + display_text(verb) + "' (expected " + kVerbs + ")\n"};
+}
+
+Reply LiveControl::apply(const std::function<Reply(Runtime&)>& change,
+                         std::chrono::milliseconds wait, const std::string& queued_text) {
+  auto pending = std::make_shared<Pending>();
+  const bool posted = setup_.runtime->at_next_boundary([pending, change](Runtime& runtime) {
+    Reply reply = change(runtime);
+    std::lock_guard lock(pending->mutex);
+    pending->reply = std::move(reply);
+    pending->done.notify_all();
+  });
+  if (!posted) return {false, "the job is ending: it takes no more changes\n"};
+  std::unique_lock lock(pending->mutex);
+  if (pending->done.wait_for(lock, wait, [&] { return pending->reply.has_value(); }))
+    return *pending->reply;
+  lock.unlock();
+  return {true, queued_text + " (" + step_text() + ")\n"};
+}
+
+LiveControl::Planned& LiveControl::plan_hook(const std::string& name,
+                                             const std::vector<std::string>& extra,
+                                             const std::string& via, bool fresh) {
+  auto planned = std::make_unique<Planned>();
+  JobConfig& cfg = planned->config;
+  cfg = *setup_.config;
+  std::erase_if(cfg.hooks, [&](const HookConfig& h) { return fresh || h.name != name; });
+  cfg.workload_section.reset();  // the job's session exists: no workload is made again
+  std::vector<std::string> earlier;
+  if (!fresh)
+    for (const std::string& change : changes())
+      if (hook_of_override(change) == name) earlier.push_back(change);
+  apply_hook_overrides(cfg, earlier, "hookhost ctl (an earlier change)");
+  apply_hook_overrides(cfg, extra, via);
+  auto hook = std::find_if(cfg.hooks.begin(), cfg.hooks.end(),
+                           [&](const HookConfig& h) { return h.name == name; });
+  if (hook == cfg.hooks.end() || !hook->enabled)
+    throw ConfigError(via + ": [hook." + name + "]: the hook is not enabled");
+  planned->plan = plan_job(cfg, setup_.plugin_dirs, nullptr, *setup_.log, /*own_step=*/true,
+                           setup_.builtin_dir);
+  std::lock_guard lock(mutex_);
+  planned_.push_back(std::move(planned));
+  return *planned_.back();
+}
+
+// ---- the requests
+// --------------------------------------------------------------------------------
+
+Reply LiveControl::attach(const std::vector<std::string>& words) {
+  if (words.size() < 3) return {false, "usage: attach NAME PLUGIN [KEY=VALUE]...\n"};
+  const std::string& name = words[1];
+  const std::string& plugin = words[2];
+  if (config_sections_.count(name))
+    return {false, "the configuration has [hook." + display_text(name) +
+                       "]: choose another name for a new hook, or change that one with set\n"};
+  std::vector<std::string> overrides = {"hook." + name + ".plugin=" + plugin};
+  for (std::size_t i = 3; i < words.size(); ++i) {
+    if (words[i].find('=') == std::string::npos)
+      return {false, "'" + display_text(words[i]) + "': expected KEY=VALUE\n"};
+    overrides.push_back("hook." + name + "." + words[i]);
+  }
+  Planned& planned = plan_hook(name, overrides, "hookhost ctl attach", /*fresh=*/true);
+  const std::filesystem::path run_dir = setup_.run_dir;
+  Reply reply = apply(
+      [this, &planned, name, plugin, overrides, run_dir](Runtime& runtime) -> Reply {
+        for (const HookReport& r : runtime.reports())
+          if (r.instance_name == name && !r.detached)
+            return {false, "a hook named '" + name +
+                               "' runs already: detach it first, or choose "
+                               "another name\n"};
+        try {
+          instantiate(planned.plan, {}, run_dir, runtime);
+        } catch (const ConfigError& e) {
+          return {false, std::string(e.what()) + "\nThe hook was not attached; the job goes on.\n"};
+        }
+        for (const HookReport& r : runtime.reports())
+          if (r.instance_name == name && !r.detached && r.disabled)
+            return {false, "attached '" + name +
+                               "', but it failed at once and is disabled: " + r.failure + "\n"};
+        {
+          std::lock_guard lock(mutex_);
+          changes_.insert(changes_.end(), overrides.begin(), overrides.end());
+        }
+        const std::string text = "attached hook '" + name + "' (plugin '" + plugin +
+                                 "') at global step " +
+                                 std::to_string(runtime.progress().global_step) +
+                                 ": begin and after_create_session done; it runs from the next "
+                                 "step";
+        emit(RunEvent::Kind::attach, name, text);
+        return {true, text + "\n"};
+      },
+      setup_.change_wait, "queued: '" + name + "' is attached at the next step boundary");
+  return reply;
+}
+
+Reply LiveControl::detach(const std::vector<std::string>& words) {
+  if (words.size() != 2) return {false, "usage: detach NAME\n"};
+  const std::string name = words[1];
+  const bool in_config = config_sections_.count(name) > 0;
+  return apply(
+      [this, name, in_config](Runtime& runtime) -> Reply {
+        std::string why;
+        if (!runtime.detach_hook(name, "by hookhost ctl", &why)) return {false, why + "\n"};
+        {
+          std::lock_guard lock(mutex_);
+          std::erase_if(changes_,
+                        [&](const std::string& c) { return hook_of_override(c) == name; });
+          if (in_config) changes_.push_back("hook." + name + ".enabled=false");
+        }
+        const std::string text = "detached hook '" + name + "' at global step " +
+                                 std::to_string(runtime.progress().global_step) +
+                                 ": it had its end (outcome stopped, reason \"detached: by "
+                                 "hookhost ctl\")";
+        emit(RunEvent::Kind::detach, name, text);
+        return {true, text + "\n"};
+      },
+      setup_.change_wait,
+      "queued: '" + name +
+          "' is detached at the next step boundary, once its running call returns");
+}
+
+Reply LiveControl::set(const std::vector<std::string>& words) {
+  if (words.size() < 2) return {false, "usage: set NAME.KEY=VALUE [NAME.KEY=VALUE]...\n"};
+  std::string name;
+  std::vector<std::string> overrides;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::size_t dot = words[i].find('.');
+    const std::size_t eq = words[i].find('=');
+    if (dot == std::string::npos || eq == std::string::npos || dot > eq)
+      return {false, "'" + display_text(words[i]) + "': expected NAME.KEY=VALUE\n"};
+    const std::string hook = words[i].substr(0, dot);
+    if (!name.empty() && hook != name) return {false, "one set changes one hook\n"};
+    name = hook;
+    overrides.push_back("hook." + words[i]);
+  }
+  for (const std::string& o : overrides)
+    if (key_path_of(o) == "hook." + name + ".plugin" ||
+        key_path_of(o) == "hook." + name + ".enabled")
+      return {false, "set does not change a hook's plugin or enabled: use detach and attach\n"};
+  Planned& previous = plan_hook(name, {}, "hookhost ctl set", /*fresh=*/false);
+  Planned& next = plan_hook(name, overrides, "hookhost ctl set", /*fresh=*/false);
+  const std::filesystem::path run_dir = setup_.run_dir;
+  const std::string change_text =
+      join(std::vector<std::string>(words.begin() + 1, words.end()), " ");
+  return apply(
+      [this, &previous, &next, name, overrides, run_dir, change_text](Runtime& runtime) -> Reply {
+        std::optional<SavedHookState> state;
+        {
+          auto states = runtime.saved_hook_states();
+          if (auto it = states.find(name); it != states.end()) state = it->second;
+        }
+        std::string why;
+        if (!runtime.detach_hook(name, "reconfigured by hookhost ctl: " + change_text, &why))
+          return {false, why + "\n"};
+        if (state) runtime.give_state_to(name, *state);
+        try {
+          instantiate(next.plan, {}, run_dir, runtime);
+        } catch (const ConfigError& refused) {
+          // The hook runs on as it was: recreated with its old parameters and its state.
+          if (state) runtime.give_state_to(name, *state);
+          try {
+            instantiate(previous.plan, {}, run_dir, runtime);
+          } catch (const ConfigError& again) {
+            emit(RunEvent::Kind::detach, name,
+                 "hook '" + name +
+                     "' is gone: the plugin refused the change and its old "
+                     "parameters too: " +
+                     again.what());
+            return {false, std::string(refused.what()) +
+                               "\nThe plugin refused its old parameters too: the hook is "
+                               "detached.\n"};
+          }
+          return {false, std::string(refused.what()) +
+                             "\nNothing was changed: the hook runs on with its previous "
+                             "parameters and state.\n"};
+        }
+        {
+          std::lock_guard lock(mutex_);
+          for (const std::string& o : overrides) {
+            std::erase_if(changes_,
+                          [&](const std::string& c) { return key_path_of(c) == key_path_of(o); });
+            changes_.push_back(o);
+          }
+        }
+        const std::string text = "set " + change_text + ": hook '" + name +
+                                 "' recreated with its saved state at global step " +
+                                 std::to_string(runtime.progress().global_step);
+        emit(RunEvent::Kind::set, name, text);
+        return {true, text + "\n"};
+      },
+      setup_.change_wait, "queued: '" + name + "' is recreated at the next step boundary");
+}
+
+Reply LiveControl::checkpoint() {
+  Runtime& runtime = *setup_.runtime;
+  const auto before = runtime.last_checkpoint();
+  const int64_t step = runtime.progress().global_step;
+  runtime.request_checkpoint("hookhost ctl");
+  const auto deadline = std::chrono::steady_clock::now() + setup_.change_wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto now = runtime.last_checkpoint();
+    if (now && (!before || now->file != before->file || now->global_step != before->global_step) &&
+        now->global_step >= step) {
+      emit(RunEvent::Kind::checkpoint, "", "checkpoint asked for by hookhost ctl");
+      return {true, "wrote " + now->file.string() + " at global step " +
+                        std::to_string(now->global_step) + "\n"};
+    }
+    if (runtime.progress().closed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {true,
+          "requested: the checkpoint is taken at the next step boundary (" + step_text() + ")\n"};
+}
+
+Reply LiveControl::stop(const std::vector<std::string>& words) {
+  std::string reason = words.size() > 1
+                           ? join(std::vector<std::string>(words.begin() + 1, words.end()), " ")
+                           : std::string("asked to stop");
+  setup_.runtime->request_stop(HH_STOP_CAUSE_HOST, "hookhost ctl: " + reason);
+  emit(RunEvent::Kind::stop, "", "stop asked for by hookhost ctl: " + reason);
+  return {true, "stopping after the current step (" + step_text() + ")\n"};
+}
+
+Reply LiveControl::status(bool quick) {
+  Runtime& runtime = *setup_.runtime;
+  tick();
+  // The rate over the last seconds sampled, and the ETA where a stop is known.
+  double rate = 0;
+  if (std::lock_guard lock(rate_mutex_); samples_.size() >= 2) {
+    const double seconds =
+        std::chrono::duration<double>(samples_.back().first - samples_.front().first).count();
+    if (seconds > 0)
+      rate = static_cast<double>(samples_.back().second - samples_.front().second) / seconds;
+  }
+  const Runtime::Progress p = runtime.progress();
+  std::string head;
+  char line[256];
+  std::snprintf(line, sizeof line, "job: %s, global step %lld (%lld steps run), %.1f steps/s",
+                p.closed ? "ending" : (p.started ? "running" : "starting"),
+                static_cast<long long>(p.global_step), static_cast<long long>(p.steps_run), rate);
+  head += line;
+  if (p.last_step >= 0 && rate > 0 && p.last_step > p.global_step)
+    head += ", ETA " + duration_text(static_cast<double>(p.last_step - p.global_step) / rate) +
+            " to step " + std::to_string(p.last_step);
+  head += "\n";
+  if (const auto newest = runtime.last_checkpoint())
+    head += "newest checkpoint: " + newest->file.string() + " (global step " +
+            std::to_string(newest->global_step) + ")\n";
+  else
+    head += "newest checkpoint: none yet\n";
+  // The hooks' table is read on the training thread, at the boundary.
+  auto table = [](Runtime& rt) -> Reply {
+    std::string out;
+    char row[256];
+    std::snprintf(row, sizeof row, "%-20s %-20s %-22s %9s %9s %9s %9s\n", "hook", "plugin",
+                  "callback", "calls", "p50 us", "p99 us", "max us");
+    out += row;
+    for (const HookReport& r : rt.reports()) {
+      std::string state = r.detached   ? "detached (" + r.detach_reason + ")"
+                          : r.disabled ? "disabled: " + r.failure
+                                       : "running";
+      bool first = true;
+      for (const char* cb : {"begin", "after_create_session", "before_run", "after_run", "end"}) {
+        auto it = r.callbacks.find(cb);
+        if (it == r.callbacks.end() || it->second.calls == 0) continue;
+        const CallStats& s = it->second;
+        std::snprintf(row, sizeof row, "%-20s %-20s %-22s %9llu %9s %9s %9s\n",
+                      first ? display_text(r.instance_name).c_str() : "",
+                      first ? display_text(r.plugin_id).c_str() : "", cb,
+                      static_cast<unsigned long long>(s.calls), micros(s.quantile(0.5)).c_str(),
+                      micros(s.quantile(0.99)).c_str(), micros(s.max).c_str());
+        out += row;
+        first = false;
+      }
+      if (first) {
+        std::snprintf(row, sizeof row, "%-20s %-20s (no call yet)\n",
+                      display_text(r.instance_name).c_str(), display_text(r.plugin_id).c_str());
+        out += row;
+      }
+      if (state != "running") out += std::string(21, ' ') + display_text(state, 300) + "\n";
+    }
+    return {true, out};
+  };
+  if (quick || p.closed) return {true, head};
+  auto pending = std::make_shared<Pending>();
+  const bool posted = runtime.at_next_boundary([pending, table](Runtime& rt) {
+    Reply reply = table(rt);
+    std::lock_guard lock(pending->mutex);
+    pending->reply = std::move(reply);
+    pending->done.notify_all();
+  });
+  if (posted) {
+    std::unique_lock lock(pending->mutex);
+    if (pending->done.wait_for(lock, setup_.status_wait,
+                               [&] { return pending->reply.has_value(); }))
+      return {true, head + pending->reply->text};
+  }
+  return {true, head + "hooks: not shown: the step is running (" + step_text() + ")\n"};
+}
+
+}  // namespace hookhost

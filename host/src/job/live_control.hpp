@@ -1,0 +1,99 @@
+// What `hookhost ctl` asks of a running job, carried out (docs/operations.md). A request is checked
+// where it arrives, as the configuration is (the same keys, the same messages, naming the request
+// where a file would have its line), then applied by the runtime at the next step boundary, in
+// the order received. The changes are kept as [hook.NAME] overrides: logged, recorded in the run
+// record, and saved with every checkpoint, so a resume runs the hooks the job had there.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "control/protocol.hpp"
+#include "hookhost/host/config.hpp"
+#include "hookhost/host/runtime.hpp"
+#include "job/job_plan.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace hookhost {
+
+// The checkpoint entry holding the live changes (a ':' keeps it apart from every instance name).
+inline constexpr const char* kLiveChangesEntry = "hookhost:live-changes";
+
+// The overrides a checkpoint's hook states carry ("hook.NAME.KEY=VALUE", in order), and the states
+// without that entry.
+std::vector<std::string> take_live_changes(std::map<std::string, SavedHookState>& states);
+
+// The live changes the checkpoint a resume of `cfg`'s run directory takes carries (none when
+// there is none, or it does not read: the resume reports that).
+std::vector<std::string> live_changes_to_resume(const JobConfig& cfg);
+
+class LiveControl {
+ public:
+  struct Setup {
+    const JobConfig* config = nullptr;  // the job's configuration, as given
+    std::vector<std::string> changes;   // the changes its run resumed with, as overrides
+    std::vector<std::filesystem::path> plugin_dirs;
+    std::filesystem::path builtin_dir;
+    std::filesystem::path run_dir;
+    Runtime* runtime = nullptr;
+    std::shared_ptr<spdlog::logger> log;
+    std::function<void(const RunEvent&)> record;  // the run record's; may be empty
+    // How long a request waits for the step boundary before it is answered "queued" (status:
+    // answered from what other threads may read).
+    std::chrono::milliseconds change_wait{10000};
+    std::chrono::milliseconds status_wait{1000};
+  };
+  explicit LiveControl(Setup setup);
+  ~LiveControl();
+
+  // One request's words; on the control server's thread (or an embedder's).
+  control::Reply handle(const std::vector<std::string>& words);
+  // Called about every 200 ms on the server's thread: samples the step rate.
+  void tick();
+  // The changes made so far, as overrides, for a checkpoint. [thread-safe]
+  std::vector<std::string> changes() const;
+
+ private:
+  struct Planned;
+  struct Pending;
+  control::Reply status(bool quick);
+  control::Reply attach(const std::vector<std::string>& words);
+  control::Reply detach(const std::vector<std::string>& words);
+  control::Reply set(const std::vector<std::string>& words);
+  control::Reply checkpoint();
+  control::Reply stop(const std::vector<std::string>& words);
+  // The hook `name` planned from the configuration's section (unless `fresh`), the changes made to
+  // it, and `extra` (read as from `via`). Throws ConfigError.
+  Planned& plan_hook(const std::string& name, const std::vector<std::string>& extra,
+                     const std::string& via, bool fresh);
+  // Posts `change` to the runtime and waits up to `wait` for its reply.
+  control::Reply apply(const std::function<control::Reply(Runtime&)>& change,
+                       std::chrono::milliseconds wait, const std::string& queued_text);
+  std::string step_text();  // "global step N" and, when no step ended for a while, for how long
+  void emit(RunEvent::Kind kind, const std::string& hook, const std::string& text);
+
+  Setup setup_;
+  std::set<std::string> config_sections_;  // the configuration's [hook.NAME] names
+  mutable std::mutex mutex_;
+  std::vector<std::string> changes_;             // guarded by mutex_
+  std::list<std::unique_ptr<Planned>> planned_;  // kept: the runtime's hooks point into them
+  std::mutex rate_mutex_;                        // guards the three below
+  // The step rate: (time, steps run) samples of the last seconds; when steps_run last changed.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;
+  std::chrono::steady_clock::time_point last_progress_;
+  int64_t last_steps_run_ = -1;
+};
+
+}  // namespace hookhost

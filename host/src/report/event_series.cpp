@@ -1,0 +1,138 @@
+#include "report/event_series.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+
+#include "proto/tensorboard_event.pb.h"
+#include "storage/event_writer.hpp"
+
+namespace hookhost {
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t little_endian(const char* bytes, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[i]);
+  return v;
+}
+
+bool is_loss(const std::string& tag) {
+  return tag == "loss" || (tag.size() > 5 && tag.ends_with("/loss"));
+}
+
+// Where each (folder, tag) series lives in scan.series.
+using SeriesIndex = std::map<std::pair<std::string, std::string>, std::size_t>;
+
+void read_into(const fs::path& file, const std::string& folder, EventScan& scan,
+               SeriesIndex& index) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    scan.problems.push_back(file.string() + ": cannot be opened: " + std::strerror(errno));
+    return;
+  }
+  ++scan.files;
+  std::string data;
+  hookhost::tb::Event event;
+  for (uint64_t offset = 0;;) {
+    char header[12];
+    in.read(header, sizeof header);
+    if (in.gcount() == 0) break;
+    if (in.gcount() != static_cast<std::streamsize>(sizeof header)) {
+      scan.problems.push_back(file.string() + ": a torn record at byte " + std::to_string(offset) +
+                              " (the job was killed while writing it) is ignored");
+      break;
+    }
+    const uint64_t length = little_endian(header, 8);
+    if (masked_crc32c(std::string_view(header, 8)) != little_endian(header + 8, 4)) {
+      scan.problems.push_back(file.string() + ": the record length at byte " +
+                              std::to_string(offset) +
+                              " fails its checksum; the rest of the file is ignored");
+      break;
+    }
+    data.resize(length);
+    char footer[4];
+    in.read(data.data(), static_cast<std::streamsize>(length));
+    const bool whole = in.gcount() == static_cast<std::streamsize>(length) &&
+                       in.read(footer, sizeof footer) && in.gcount() == sizeof footer;
+    if (!whole) {
+      scan.problems.push_back(file.string() + ": a torn record at byte " + std::to_string(offset) +
+                              " (the job was killed while writing it) is ignored");
+      break;
+    }
+    if (masked_crc32c(data) != little_endian(footer, 4)) {
+      scan.problems.push_back(file.string() + ": the record at byte " + std::to_string(offset) +
+                              " fails its checksum; the rest of the file is ignored");
+      break;
+    }
+    const uint64_t at = offset;
+    offset += sizeof header + length + sizeof footer;
+    if (!event.ParseFromString(data)) {
+      scan.problems.push_back(file.string() + ": the record at byte " + std::to_string(at) +
+                              " is not an Event; skipped");
+      continue;
+    }
+    ++scan.records;
+    if (!event.has_summary()) continue;
+    for (const auto& value : event.summary().value()) {
+      if (value.value_case() != hookhost::tb::SummaryValue::kSimpleValue) continue;
+      auto [it, added] = index.try_emplace({folder, value.tag()}, scan.series.size());
+      if (added) scan.series.push_back(ScalarSeries{folder, value.tag(), {}});
+      scan.series[it->second].points.push_back(ScalarPoint{event.step(), value.simple_value()});
+    }
+  }
+}
+
+void sort_points(ScalarSeries& series) {
+  std::stable_sort(series.points.begin(), series.points.end(),
+                   [](const ScalarPoint& a, const ScalarPoint& b) { return a.step < b.step; });
+}
+
+}  // namespace
+
+void read_event_file(const fs::path& file, const std::string& folder, EventScan& scan) {
+  SeriesIndex index;
+  for (std::size_t i = 0; i < scan.series.size(); ++i)
+    index[{scan.series[i].folder, scan.series[i].tag}] = i;
+  read_into(file, folder, scan, index);
+  for (auto& series : scan.series) sort_points(series);
+}
+
+EventScan read_scalar_series(const fs::path& run_dir) {
+  std::error_code ec;
+  fs::recursive_directory_iterator it(run_dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec)
+    throw std::runtime_error("cannot list the run directory " + run_dir.string() + ": " +
+                             ec.message());
+  std::vector<fs::path> files;
+  for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file(ec) &&
+        it->path().filename().string().starts_with("events.out.tfevents."))
+      files.push_back(it->path());
+  }
+  // Files of one folder in the order they were started (their names carry the time).
+  std::sort(files.begin(), files.end());
+  EventScan scan;
+  SeriesIndex index;
+  for (const auto& file : files) {
+    std::string folder = file.parent_path().lexically_relative(run_dir).generic_string();
+    if (folder.empty()) folder = ".";
+    read_into(file, folder, scan, index);
+  }
+  for (auto& series : scan.series) sort_points(series);
+  std::stable_sort(scan.series.begin(), scan.series.end(),
+                   [](const ScalarSeries& a, const ScalarSeries& b) {
+                     const bool la = is_loss(a.tag), lb = is_loss(b.tag);
+                     if (la != lb) return la;
+                     return std::tie(a.folder, a.tag) < std::tie(b.folder, b.tag);
+                   });
+  return scan;
+}
+
+}  // namespace hookhost

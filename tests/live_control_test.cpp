@@ -1,0 +1,347 @@
+// hookhost ctl against real running jobs: attach, detach and set hooks at step boundaries, status
+// while a sandboxed hook hangs, concurrent clients, refused users and requests, and a job killed
+// after an attach that resumes with the attached hook and its state.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <regex>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "process.hpp"
+#include "test_support.hpp"
+
+namespace hookhost::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A job slow enough to be steered: 5 ms per step, no end in sight but the stop asked for.
+std::string slow_job(const std::string& extra = "") {
+  return "[run]\nrun_dir = run\n"
+         "[workload]\nname = linreg\nepochs = 0\nstep_delay_ms = 5\n"
+         "[hook.stop]\nplugin = stop_at_step\nlast_step = 1000000\n" +
+         extra;
+}
+
+class LiveControlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(root_ / "plugins");
+    copy_plugin(fixture_plugin("scripted"), root_ / "plugins");
+  }
+  fs::path run_dir() const { return root_ / "run"; }
+  fs::path trace() const { return root_ / "trace.txt"; }
+
+  // Starts the job and waits until it answers hookhost ctl.
+  std::unique_ptr<Process> start(const std::string& config) {
+    write_file(root_ / "job.ini", config);
+    auto job = std::make_unique<Process>(
+        std::vector<std::string>{"run", "--config", (root_ / "job.ini").string(), "--plugin-dir",
+                                 (root_ / "plugins").string()},
+        root_.path());
+    EXPECT_TRUE(
+        wait_until([&] { return ctl({"status"}).exit_code == 0; }, std::chrono::seconds(60)))
+        << read_file(root_ / ".stderr");
+    return job;
+  }
+
+  // One hookhost ctl process, in a folder of its own (its output files are per folder).
+  ProcessResult ctl(const std::vector<std::string>& request) {
+    const fs::path cwd = root_ / ("ctl-" + std::to_string(next_client_++));
+    fs::create_directories(cwd);
+    std::vector<std::string> args = {"ctl", run_dir().string()};
+    args.insert(args.end(), request.begin(), request.end());
+    return run_hookhost(args, cwd);
+  }
+
+  std::vector<std::string> trace_lines(const std::string& prefix = "") const {
+    if (!fs::exists(trace())) return {};
+    return starting_with(lines_of(trace()), prefix);
+  }
+  size_t count_lines(const std::string& prefix) const { return trace_lines(prefix).size(); }
+
+  // The global step a reply names ("... at global step N ...").
+  static int64_t step_in(const std::string& reply) {
+    std::smatch m;
+    if (!std::regex_search(reply, m, std::regex("global step (\\d+)"))) return -1;
+    return std::stoll(m[1]);
+  }
+
+  ProcessResult stop(Process& job) {
+    EXPECT_EQ(ctl({"stop", "--reason", "test done"}).exit_code, 0);
+    return job.wait();
+  }
+
+  TempDir root_;
+  std::atomic<int> next_client_{0};
+};
+
+TEST_F(LiveControlTest, AnAttachedHookBeginsAtTheBoundaryAndRunsFromTheNextStepThenDetachEndsIt) {
+  auto job = start(slow_job());
+  const ProcessResult attached = ctl({"attach", "rec", "--plugin", "scripted", "--set",
+                                      "trace=" + trace().string(), "--set", "fetch=loss"});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  EXPECT_THAT(attached.out, HasSubstr("attached hook 'rec' (plugin 'scripted')"));
+  const int64_t at = step_in(attached.out);
+  ASSERT_GT(at, 0);
+  ASSERT_TRUE(wait_until([&] { return count_lines("rec after_run") >= 3; }));
+  const std::vector<std::string> lines = trace_lines("rec ");
+  ASSERT_GE(lines.size(), 4u);
+  // begin and after_create_session see the live step; the first step it sees is the next one.
+  EXPECT_EQ(lines[0], "rec begin state=- live=" + std::to_string(at));
+  EXPECT_EQ(lines[1], "rec after_create_session gs=" + std::to_string(at) + " creation=1");
+  EXPECT_THAT(lines[2], HasSubstr("rec before_run gs=" + std::to_string(at) + " "));
+  EXPECT_THAT(lines[3], AllOf(HasSubstr("rec after_run gs=" + std::to_string(at) + " "),
+                              HasSubstr("values=loss:")));
+
+  const ProcessResult detached = ctl({"detach", "rec"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  const int64_t off = step_in(detached.out);
+  const size_t runs_at_detach = count_lines("rec after_run");
+  const std::vector<std::string> after = trace_lines("rec ");
+  ASSERT_GE(after.size(), 2u);
+  EXPECT_EQ(after[after.size() - 2], "rec end outcome=stopped cause=4 gs=" + std::to_string(off) +
+                                         " reason=detached: by hookhost ctl");
+  EXPECT_EQ(after.back(), "rec destroy");
+  // Steps go on without it.
+  const int64_t step_then = step_in(ctl({"status"}).out);
+  ASSERT_TRUE(wait_until([&] { return step_in(ctl({"status"}).out) > step_then + 5; }));
+  EXPECT_EQ(count_lines("rec after_run"), runs_at_detach);
+  EXPECT_EQ(ctl({"detach", "rec"}).exit_code, 1);  // gone: nothing to detach
+
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.out, HasSubstr("job stopped (hookhost ctl: test done)"));
+  EXPECT_THAT(done.err, AllOf(HasSubstr("hookhost ctl: attached hook 'rec'"),
+                              HasSubstr("hookhost ctl: detached hook 'rec'")));
+  const std::string record = read_file(run_dir() / "run-record.jsonl");
+  EXPECT_THAT(record, AllOf(HasSubstr("\"attach\""), HasSubstr("\"detach\"")));
+  EXPECT_FALSE(fs::exists(run_dir() / "control.sock"));  // removed with the job
+  const ProcessResult late = ctl({"status"});
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_THAT(late.err, HasSubstr("no job is running in"));
+}
+
+TEST_F(LiveControlTest, SetRecreatesTheHookWithItsStateAndARefusalLeavesItRunningAsItWas) {
+  auto job = start(slow_job("[hook.rec]\nplugin = scripted\ntrace = " + trace().string() + "\n"));
+  ASSERT_TRUE(wait_until([&] { return count_lines("rec after_run") >= 3; }));
+
+  // Checked like the configuration: a bad value never reaches the hook.
+  const ProcessResult typo = ctl({"set", "rec.fail_at_iteration=soon"});
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_THAT(typo.err,
+              AllOf(HasSubstr("hookhost ctl set hook.rec.fail_at_iteration=soon"),
+                    HasSubstr("[hook.rec] fail_at_iteration"), HasSubstr("Nothing was changed")));
+  EXPECT_EQ(count_lines("rec begin"), 1u);
+
+  const ProcessResult set = ctl({"set", "rec.fetch=loss"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_THAT(set.out, HasSubstr("recreated with its saved state"));
+  const std::vector<std::string> begins = trace_lines("rec begin");
+  ASSERT_EQ(begins.size(), 2u);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(begins[1], m, std::regex("state=after_runs=(\\d+) live=(\\d+)")));
+  const int64_t runs_before = std::stoll(m[1]);
+  EXPECT_GE(runs_before, 3);
+  EXPECT_EQ(std::stoll(m[2]), step_in(set.out));
+  EXPECT_THAT(trace_lines("rec end").back(),
+              HasSubstr("reason=detached: reconfigured by hookhost ctl: rec.fetch=loss"));
+  ASSERT_TRUE(wait_until([&] {
+    return !trace_lines("rec after_run").empty() &&
+           trace_lines("rec after_run").back().find("values=loss:") != std::string::npos;
+  }));
+
+  // The plugin refuses the new value in create(): the caller reads why; the hook runs on.
+  const ProcessResult refused = ctl({"set", "rec.create_fail=true"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, AllOf(HasSubstr("create refused as configured (create_fail=true)"),
+                                 HasSubstr("runs on with its previous parameters")));
+  const size_t runs = count_lines("rec after_run");
+  ASSERT_TRUE(wait_until([&] { return count_lines("rec after_run") > runs + 3; }));
+  EXPECT_THAT(trace_lines("rec after_run").back(), HasSubstr("values=loss:"));
+
+  EXPECT_EQ(ctl({"set", "rec.plugin=other"}).exit_code, 1);
+  EXPECT_EQ(ctl({"set", "nobody.fetch=loss"}).exit_code, 1);
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+}
+
+TEST_F(LiveControlTest, RefusedAttachesNameTheirCauseAndTheJobGoesOn) {
+  auto job = start(slow_job());
+  const ProcessResult failing = ctl({"attach", "bad", "--plugin", "scripted", "--set",
+                                     "trace=" + trace().string(), "--set", "create_fail=true"});
+  EXPECT_EQ(failing.exit_code, 1);
+  EXPECT_THAT(failing.err, AllOf(HasSubstr("create refused as configured (create_fail=true)"),
+                                 HasSubstr("not attached; the job goes on")));
+  const ProcessResult unknown = ctl({"attach", "x", "--plugin", "no_such_plugin"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, AllOf(HasSubstr("hookhost ctl attach hook.x.plugin=no_such_plugin"),
+                                 HasSubstr("unknown plugin 'no_such_plugin'")));
+  const ProcessResult missing = ctl({"attach", "y", "--plugin", "scripted"});  // trace required
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("trace"));
+  const ProcessResult taken = ctl({"attach", "stop", "--plugin", "stop_at_step"});
+  EXPECT_EQ(taken.exit_code, 1);
+  EXPECT_THAT(taken.err, HasSubstr("the configuration has [hook.stop]"));
+  EXPECT_EQ(ctl({"attach", "z"}).exit_code, 2);               // usage: no --plugin
+  EXPECT_EQ(ctl({"fly"}).exit_code, 2);                       // usage: no such request
+  EXPECT_EQ(ctl({"stop", "--reason", "a\tb"}).exit_code, 1);  // a tab cannot travel
+  const int64_t step = step_in(ctl({"status"}).out);
+  ASSERT_TRUE(wait_until([&] { return step_in(ctl({"status"}).out) > step + 5; }));
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.out, Not(HasSubstr("bad ")));
+}
+
+TEST_F(LiveControlTest, ConcurrentClientsAreEachAnsweredAndChangesApplyInOrder) {
+  auto job = start(slow_job());
+  std::vector<std::future<ProcessResult>> clients;
+  for (int i = 0; i < 6; ++i)
+    clients.push_back(std::async(std::launch::async, [this] { return ctl({"status"}); }));
+  for (int i = 0; i < 3; ++i)
+    clients.push_back(std::async(std::launch::async, [this, i] {
+      return ctl({"attach", "rec" + std::to_string(i), "--plugin", "scripted", "--set",
+                  "trace=" + trace().string()});
+    }));
+  for (auto& client : clients) {
+    const ProcessResult r = client.get();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  const ProcessResult status = ctl({"status"});
+  EXPECT_THAT(status.out, AllOf(HasSubstr("rec0"), HasSubstr("rec1"), HasSubstr("rec2")));
+  // Each began once, before any of its steps.
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<std::string> lines = trace_lines("rec" + std::to_string(i) + " ");
+    ASSERT_FALSE(lines.empty());
+    EXPECT_THAT(lines[0], HasSubstr(" begin "));
+  }
+  EXPECT_EQ(stop(*job).exit_code, 0);
+}
+
+TEST_F(LiveControlTest, StatusAnswersWhileASandboxedHookHangsAndSaysWhere) {
+  auto job = start(slow_job("[hook.stuck]\nplugin = scripted\nisolation = process\ntrace = " +
+                            trace().string() + "\nblock_in_before_secs = 6\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto t0 = std::chrono::steady_clock::now();
+  const ProcessResult status = ctl({"status"});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out,
+              AllOf(HasSubstr("job: running, global step 0"), HasSubstr("the step is running"),
+                    HasSubstr("no step has ended for"), HasSubstr("running: hook 'stuck'"),
+                    HasSubstr("before_run")));
+  EXPECT_LT(took, std::chrono::seconds(5));  // not the 6 s the hook blocks
+  // A stop asked for now takes effect once the call returns.
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.out, HasSubstr("job stopped (hookhost ctl: test done)"));
+}
+
+TEST_F(LiveControlTest, TheSocketIsTheOwnersAndAnotherUserIsRefused) {
+  auto job = start(slow_job());
+  const fs::path socket = run_dir() / "control.sock";
+  struct stat st {};
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  if (::geteuid() != 0) {
+    EXPECT_EQ(stop(*job).exit_code, 0);
+    GTEST_SKIP() << "another user's connection needs root to become that user";
+  }
+  // Even with the socket's mode opened up (a mistake), SO_PEERCRED refuses another user.
+  ASSERT_EQ(::chmod(root_.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(run_dir().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(socket.c_str(), 0666), 0);
+  int reply_pipe[2];
+  ASSERT_EQ(::pipe(reply_pipe), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(reply_pipe[0]);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, socket.c_str(), sizeof address.sun_path - 1);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) ::_exit(4);
+    // The job may refuse before it reads: no SIGPIPE for a write it no longer takes.
+    (void)!::send(fd, "stop\n", 5, MSG_NOSIGNAL);
+    char buffer[512];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) (void)!::write(reply_pipe[1], buffer, static_cast<size_t>(n));
+    ::_exit(0);
+  }
+  ::close(reply_pipe[1]);
+  std::string reply;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(reply_pipe[0], buffer, sizeof buffer)) > 0;)
+    reply.append(buffer, static_cast<size_t>(n));
+  ::close(reply_pipe[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << WEXITSTATUS(status);
+  EXPECT_THAT(reply, AllOf(HasSubstr("error\nrefused: this job answers only its own user"),
+                           HasSubstr("not uid 65534")));
+  // The refused stop did nothing: the job still runs.
+  const int64_t step = step_in(ctl({"status"}).out);
+  ASSERT_TRUE(wait_until([&] { return step_in(ctl({"status"}).out) > step + 3; }));
+  EXPECT_EQ(stop(*job).exit_code, 0);
+}
+
+TEST_F(LiveControlTest, AJobKilledAfterAnAttachResumesWithTheAttachedHookAndItsState) {
+  auto job = start(slow_job());
+  ASSERT_EQ(ctl({"attach", "rec", "--plugin", "scripted", "--set", "trace=" + trace().string()})
+                .exit_code,
+            0);
+  ASSERT_TRUE(wait_until([&] { return count_lines("rec after_run") >= 5; }));
+  const ProcessResult saved = ctl({"checkpoint"});
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  EXPECT_THAT(saved.out, HasSubstr("wrote "));
+  const int64_t at = step_in(saved.out);
+  job->signal(SIGKILL);
+  EXPECT_EQ(job->wait().exit_code, 128 + SIGKILL);
+  // The after_runs it had counted up to the checkpoint: its lines up to that step.
+  int64_t counted = 0;
+  for (const auto& line : trace_lines("rec after_run gs=")) {
+    const int64_t gs = std::stoll(line.substr(std::strlen("rec after_run gs=")));
+    if (gs < at) ++counted;
+  }
+
+  auto resumed = start(slow_job());
+  const std::vector<std::string> begins = trace_lines("rec begin");
+  ASSERT_EQ(begins.size(), 2u);
+  EXPECT_EQ(begins[1], "rec begin state=after_runs=" + std::to_string(counted) +
+                           " live=" + std::to_string(at));
+  const ProcessResult done = stop(*resumed);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.err, HasSubstr("resuming with the live changes of the newest checkpoint: "
+                                  "hook.rec.plugin=scripted, hook.rec.trace="));
+
+  // Detached and saved again: the next resume runs without it.
+  auto third = start(slow_job());
+  ASSERT_EQ(ctl({"detach", "rec"}).exit_code, 0);
+  ASSERT_EQ(ctl({"checkpoint"}).exit_code, 0);
+  third->signal(SIGKILL);
+  third->wait();
+  auto fourth = start(slow_job());
+  const size_t begins_before = count_lines("rec begin");
+  const ProcessResult end = stop(*fourth);
+  EXPECT_EQ(end.exit_code, 0) << end.err;
+  EXPECT_EQ(count_lines("rec begin"), begins_before);
+  EXPECT_THAT(end.out, Not(HasSubstr("  rec ")));
+}
+
+}  // namespace
+}  // namespace hookhost::testing
