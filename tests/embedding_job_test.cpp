@@ -6,8 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "test_support.hpp"
 
@@ -75,6 +77,49 @@ TEST(EmbeddingJob, HooksFromAFileRunAroundTheProgramsSessionAndItsLoop) {
   ASSERT_TRUE(again.runtime().start());
   while (!again.runtime().should_stop()) again.runtime().run();
   EXPECT_EQ(resumed.runs, 0);
+}
+
+// Job::control: an embedder's own thread makes the changes hookhost ctl makes; the loop's thread
+// carries them out at its step boundaries, and a change still waiting when the job closes is
+// answered too.
+TEST(EmbeddingJob, ControlFromAnotherThreadChangesTheHooksAtStepBoundaries) {
+  TempDir dir;
+  write_file(dir.path() / "job.ini", "[run]\nrun_dir = run\n");
+  const fs::path trace = dir.path() / "trace.jsonl";
+  CountingSession session;
+  Job job(options_for(dir.path() / "job.ini", session));
+  Runtime& runtime = job.runtime();
+  ASSERT_TRUE(runtime.start());
+  std::atomic<bool> done{false};
+  ControlReply attached, refused, detached;
+  std::thread operator_thread([&] {
+    attached =
+        job.control({"attach", "late", "lifecycle_trace", "path=" + trace.string(), "fetch=loss"});
+    refused = job.control({"attach", "late", "lifecycle_trace", "path=" + trace.string()});
+    detached = job.control({"detach", "late"});
+    done = true;
+  });
+  while (!done) runtime.run({"loss"});
+  operator_thread.join();
+  EXPECT_TRUE(attached.ok) << attached.text;
+  EXPECT_THAT(attached.text, HasSubstr("attached hook 'late'"));
+  EXPECT_FALSE(refused.ok);
+  EXPECT_THAT(refused.text, HasSubstr("a hook named 'late' runs already"));
+  EXPECT_TRUE(detached.ok) << detached.text;
+  const std::string calls = read_file(trace);
+  EXPECT_LT(calls.find("\"begin\""), calls.find("\"after_run\""));
+  EXPECT_NE(calls.find("\"end\""), std::string::npos);
+  EXPECT_THAT(calls, HasSubstr("detached: by hookhost ctl"));
+
+  // A change posted when no further step comes is answered at close(), before the end.
+  std::thread late_operator([&] { attached = job.control({"stop", "from the operator"}); });
+  late_operator.join();  // a stop is answered at once
+  EXPECT_TRUE(attached.ok);
+  EXPECT_TRUE(runtime.should_stop());
+  const JobResult result = runtime.close();
+  EXPECT_EQ(result.reason, "hookhost ctl: from the operator");
+  EXPECT_FALSE(job.control({"status"}).text.empty());
+  EXPECT_FALSE(job.control({"attach", "x", "lifecycle_trace"}).ok);  // the job has ended
 }
 
 TEST(EmbeddingJob, TheLoopsOwnEndIsACompletedJob) {

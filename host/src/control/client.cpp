@@ -48,8 +48,7 @@ Reply send_request(const fs::path& run_dir, const std::vector<std::string>& word
     throw std::runtime_error(socket_path.string() + ": connect: " + std::strerror(error));
   }
   for (std::size_t done = 0; done < request.size();) {
-    const ssize_t n =
-        ::send(fd.get(), request.data() + done, request.size() - done, MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd.get(), request.data() + done, request.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the job answered before reading it all (a refusal): read its answer
     done += static_cast<std::size_t>(n);

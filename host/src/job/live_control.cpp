@@ -360,7 +360,7 @@ Reply LiveControl::checkpoint() {
     const auto now = runtime.last_checkpoint();
     if (now && (!before || now->file != before->file || now->global_step != before->global_step) &&
         now->global_step >= step) {
-      emit(RunEvent::Kind::checkpoint, "", "checkpoint asked for by hookhost ctl");
+      // The runtime records the checkpoint itself, as it does every one.
       return {true, "wrote " + now->file.string() + " at global step " +
                         std::to_string(now->global_step) + "\n"};
     }
@@ -376,7 +376,7 @@ Reply LiveControl::stop(const std::vector<std::string>& words) {
                            ? join(std::vector<std::string>(words.begin() + 1, words.end()), " ")
                            : std::string("asked to stop");
   setup_.runtime->request_stop(HH_STOP_CAUSE_HOST, "hookhost ctl: " + reason);
-  emit(RunEvent::Kind::stop, "", "stop asked for by hookhost ctl: " + reason);
+  setup_.log->info("hookhost ctl: stop asked for: {}", reason);  // the runtime records the stop
   return {true, "stopping after the current step (" + step_text() + ")\n"};
 }
 
