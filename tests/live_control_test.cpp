@@ -248,6 +248,24 @@ TEST_F(LiveControlTest, StatusAnswersWhileASandboxedHookHangsAndSaysWhere) {
   EXPECT_THAT(done.out, HasSubstr("job stopped (hookhost ctl: test done)"));
 }
 
+// A hook stuck in a call (in process) is detached once the call returns: the change waits for
+// the step boundary, and the hook gets its end after the call it was in.
+TEST_F(LiveControlTest, DetachingAHookStuckInACallTakesEffectWhenTheCallReturns) {
+  auto job = start(slow_job("[hook.stuck]\nplugin = scripted\ntrace = " + trace().string() +
+                            "\nblock_in_before_secs = 3\n"));
+  const ProcessResult detached = ctl({"detach", "stuck"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  EXPECT_THAT(detached.out, HasSubstr("detached hook 'stuck'"));
+  const std::vector<std::string> lines = trace_lines("stuck ");
+  ASSERT_GE(lines.size(), 5u);
+  // The blocked before_run, its step's after_run, then the end: nothing cut short.
+  EXPECT_THAT(lines[2], HasSubstr("stuck before_run gs=0 "));
+  EXPECT_THAT(lines[3], HasSubstr("stuck after_run gs=0 "));
+  EXPECT_THAT(lines[lines.size() - 2], HasSubstr("stuck end outcome=stopped"));
+  EXPECT_EQ(lines.back(), "stuck destroy");
+  EXPECT_EQ(stop(*job).exit_code, 0);
+}
+
 TEST_F(LiveControlTest, TheSocketIsTheOwnersAndAnotherUserIsRefused) {
   auto job = start(slow_job());
   const fs::path socket = run_dir() / "control.sock";

@@ -8,8 +8,8 @@
 
 #include <cmath>
 #include <map>
-#include <regex>
 #include <numeric>
+#include <regex>
 #include <sstream>
 
 #include "mpi_launch.hpp"
@@ -193,6 +193,25 @@ TEST_F(MpiJob, ChiefOnlyHooksWriteTheirOutputsOnce) {
     if (entry.path().filename() != ".hookhost.lock")
       ADD_FAILURE() << "rank 1 wrote " << entry.path();
   EXPECT_EQ(count_occurrences(r.err, "wrote checkpoint"), 3) << r.err;  // steps 0, 10 and 20
+}
+
+// Live control is not offered to a distributed job (changing several processes' hooks at one
+// boundary is not built): no control socket, and hookhost ctl says why.
+TEST_F(MpiJob, ADistributedJobTakesNoLiveControlAndCtlSaysSo) {
+  const fs::path config = write_config("job.ini",
+                                       "[run]\ndistributed = mpi\nrun_dir = out\n"
+                                       "[workload]\nepochs = 0\nstep_delay_ms = 5\n"
+                                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 600\n");
+  Process job =
+      mpirun_process(2, hookhost_binary(), {"run", "--config", config.string()}, dir_.path());
+  ASSERT_TRUE(wait_until([&] { return fs::exists(dir_ / "out" / "rank-1" / ".hookhost.lock"); }));
+  const ProcessResult ctl = run_hookhost({"ctl", (dir_ / "out").string(), "status"}, dir_ / "out");
+  EXPECT_EQ(ctl.exit_code, 1);
+  EXPECT_THAT(ctl.err, HasSubstr("a distributed job, which takes no live control"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "control.sock"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1" / "control.sock"));
+  const ProcessResult r = job.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST_F(MpiJob, FourRanksHoldIdenticalModelsAndTrackOneProcess) {
