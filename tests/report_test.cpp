@@ -314,6 +314,30 @@ TEST(ReportHtml, AnEmptyRunSaysWhatIsMissing) {
                           HasSubstr("started at global step 0"), Not(HasSubstr("<path"))));
 }
 
+// A share estimated from too few timed calls can exceed the run: the page says so, for that hook
+// alone, and how to time every call.
+TEST(ReportHtml, AnEstimateAboveTheRunsWallTimeIsExplained) {
+  TempDir dir;
+  {
+    RunRecordWriter writer(dir / kRunRecordFile);
+    writer.write(a_start(false, 0));
+    RecordedCost cost = a_cost("modest");  // 300 x 900 ns: well inside 2 s
+    cost.hooks.push_back({"first_call_slow",
+                          "summary_saver",
+                          false,
+                          "",
+                          {{"after_run", 60, 1, 0, 964'000'000, 964'000'000, 964'000'000,
+                            964'000'000}}});  // 60 x 0.964 s estimated, in a 2 s run
+    writer.write(cost);
+  }
+  write_run_report(dir.path());
+  const std::string html = read_file(dir / kReportFile);
+  EXPECT_THAT(html, HasSubstr("first_call_slow: the estimate exceeds the run's wall time, from 1 "
+                              "timed calls of 60 ([run] time_every_n_steps = 1 times every "
+                              "call)"));
+  EXPECT_THAT(html, Not(HasSubstr("modest: the estimate exceeds")));
+}
+
 TEST(ReportHtml, WrittenAtomicallyReplacingAnOldReportAndNamingAMissingRecord) {
   TempDir dir;
   write_file(dir / kReportFile, "old report");

@@ -145,6 +145,21 @@ std::string cost_section(const RunRecord& record) {
           "<p class=\"note\">Estimated: the mean of its timed calls times its calls, over the "
           "wall time from the first step to the end.</p>\n" +
           hook_share_svg(cost) + "\n";
+  // A few slow timed calls (a first call that opens its files) can make an estimate exceed the
+  // run: say so rather than let the share stand unexplained.
+  for (const auto& hook : cost.hooks) {
+    double ns = 0;
+    uint64_t calls = 0, timed = 0;
+    for (const auto& cb : hook.callbacks) {
+      ns += cb.estimated_total_ns();
+      calls += cb.calls;
+      timed += cb.timed_calls;
+    }
+    if (cost.wall_time_s > 0 && ns > cost.wall_time_s * 1e9)
+      html += "<p class=\"note\">" + html_escape(hook.hook) + ": the estimate exceeds the run's " +
+              "wall time, from " + std::to_string(timed) + " timed calls of " +
+              std::to_string(calls) + " ([run] time_every_n_steps = 1 times every call).</p>\n";
+  }
   html +=
       "<table class=\"cost\"><tr><th>hook</th><th>callback</th><th class=\"num\">calls</th>"
       "<th class=\"num\">timed</th><th class=\"num\">p50</th><th class=\"num\">p99</th>"
