@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <cstring>
-#include <future>
 #include <regex>
 #include <thread>
 
@@ -207,16 +206,25 @@ TEST_F(LiveControlTest, RefusedAttachesNameTheirCauseAndTheJobGoesOn) {
 
 TEST_F(LiveControlTest, ConcurrentClientsAreEachAnsweredAndChangesApplyInOrder) {
   auto job = start(slow_job());
-  std::vector<std::future<ProcessResult>> clients;
-  for (int i = 0; i < 6; ++i)
-    clients.push_back(std::async(std::launch::async, [this] { return ctl({"status"}); }));
-  for (int i = 0; i < 3; ++i)
-    clients.push_back(std::async(std::launch::async, [this, i] {
-      return ctl({"attach", "rec" + std::to_string(i), "--plugin", "scripted", "--set",
-                  "trace=" + trace().string()});
-    }));
+  // Nine client processes at once, started from this thread (a fork beside other threads could
+  // inherit a lock held).
+  std::vector<std::unique_ptr<Process>> clients;
+  for (int i = 0; i < 9; ++i) {
+    const fs::path cwd = root_ / ("client-" + std::to_string(i));
+    fs::create_directories(cwd);
+    std::vector<std::string> args = {"ctl", run_dir().string()};
+    if (i % 3 == 2) {
+      const std::vector<std::string> attach = {"attach",   "rec" + std::to_string(i / 3),
+                                               "--plugin", "scripted",
+                                               "--set",    "trace=" + trace().string()};
+      args.insert(args.end(), attach.begin(), attach.end());
+    } else {
+      args.push_back("status");
+    }
+    clients.push_back(std::make_unique<Process>(args, cwd));
+  }
   for (auto& client : clients) {
-    const ProcessResult r = client.get();
+    const ProcessResult r = client->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }
   const ProcessResult status = ctl({"status"});
