@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
 #include <regex>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "plugins/trust.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
 
@@ -271,6 +273,91 @@ TEST_F(LiveControlTest, DetachingAHookStuckInACallTakesEffectWhenTheCallReturns)
   EXPECT_THAT(lines[3], HasSubstr("stuck after_run gs=0 "));
   EXPECT_THAT(lines[lines.size() - 2], HasSubstr("stuck end outcome=stopped"));
   EXPECT_EQ(lines.back(), "stuck destroy");
+  EXPECT_EQ(stop(*job).exit_code, 0);
+}
+
+// A run directory whose path is longer than a socket address holds (108 bytes), and a hook name
+// far past any small-string buffer: the socket is reached through the open folder.
+TEST_F(LiveControlTest, ALongRunDirectoryAndALongHookNameAreServed) {
+  const std::string deep = "run/" + std::string(120, 'd') + "/" + std::string(60, 'e');
+  ASSERT_GT((root_.path() / deep / "control.sock").string().size(), 108u);
+  write_file(root_ / "long.ini", "[run]\nrun_dir = " + deep +
+                                     "\n[workload]\nname = linreg\nepochs = 0\nstep_delay_ms = 5\n"
+                                     "[hook.stop]\nplugin = stop_at_step\nlast_step = 1000000\n");
+  Process job({"run", "--config", (root_ / "long.ini").string(), "--plugin-dir",
+               (root_ / "plugins").string()},
+              root_.path());
+  const std::string dir = (root_.path() / deep).string();
+  auto ctl_long = [&](std::vector<std::string> request) {
+    request.insert(request.begin(), {"ctl", dir});
+    const fs::path cwd = root_ / ("ctl-" + std::to_string(next_client_++));
+    fs::create_directories(cwd);
+    return run_hookhost(request, cwd);
+  };
+  ASSERT_TRUE(wait_until([&] { return ctl_long({"status"}).exit_code == 0; }));
+  const std::string name = "a_hook_name_well_past_sixteen_bytes_" + std::string(160, 'n');
+  const ProcessResult attached =
+      ctl_long({"attach", name, "--plugin", "scripted", "--set", "trace=" + trace().string()});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  ASSERT_TRUE(wait_until([&] { return count_lines(name + " after_run") >= 2; }));
+  EXPECT_THAT(ctl_long({"status"}).out, HasSubstr(name));
+  const ProcessResult set = ctl_long({"set", name + ".fetch=loss"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(count_lines(name + " begin state=after_runs="), 1u);  // recreated with its state
+  ASSERT_EQ(ctl_long({"detach", name}).exit_code, 0);
+  EXPECT_EQ(trace_lines(name + " ").back(), name + " destroy");
+  EXPECT_EQ(ctl_long({"stop"}).exit_code, 0);
+  EXPECT_EQ(job.wait().exit_code, 0);
+}
+
+// An attached sandboxed hook whose runner dies is restarted with its last saved state, as a hook
+// from the file would be, and a later set of it keeps that state too.
+TEST_F(LiveControlTest, AnAttachedSandboxedHookIsRestartedWithItsStateAfterItsRunnerDies) {
+  auto job = start(slow_job());
+  const int64_t now = step_in(ctl({"status"}).out);
+  const int64_t kill_at = now + 150;
+  const ProcessResult attached =
+      ctl({"attach", "boxed", "--plugin", "scripted", "--set", "isolation=process", "--set",
+           "trace=" + trace().string(), "--set", "kill_at_step=" + std::to_string(kill_at), "--set",
+           "kill_marker=" + (root_ / "killed").string()});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  ASSERT_LT(step_in(attached.out), kill_at);
+  ASSERT_TRUE(wait_until([&] { return count_lines("boxed begin") >= 2; }));
+  EXPECT_TRUE(fs::exists(root_ / "killed"));
+  const std::vector<std::string> begins = trace_lines("boxed begin");
+  EXPECT_EQ(begins[0].rfind("boxed begin state=- ", 0), 0u) << begins[0];
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(begins[1], m, std::regex("state=after_runs=(\\d+)"))) << begins[1];
+  EXPECT_GE(std::stoll(m[1]), 100);  // its count up to the kill, not from zero
+  ASSERT_TRUE(wait_until([&] { return count_lines("boxed after_run") > 160; }));
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.err, HasSubstr("restarted with its last saved state"));
+}
+
+// An attach loads the plugin file as it is now: a file swapped after the job started is the one
+// attached, and a pinned SHA-256 of the old file refuses it.
+TEST_F(LiveControlTest, AnAttachTakesThePluginFileAsItIsNowAndAPinRefusesASwappedOne) {
+  const fs::path file = root_ / "plugins" / fixture_plugin("scripted").filename();
+  const std::string original = sha256_of_file(file);
+  auto job = start(slow_job());
+  {  // swapped while the job runs: the same plugin with bytes appended (still a valid ELF file)
+    std::ofstream out(file, std::ios::app | std::ios::binary);
+    out << "swapped";
+  }
+  const std::string swapped = sha256_of_file(file);
+  ASSERT_NE(swapped, original);
+  const ProcessResult pinned = ctl({"attach", "pinned", "--plugin", "scripted", "--set",
+                                    "trace=" + trace().string(), "--set", "sha256=" + original});
+  EXPECT_EQ(pinned.exit_code, 1);
+  EXPECT_THAT(pinned.err, AllOf(HasSubstr("has SHA-256 " + swapped),
+                                HasSubstr("but the configuration pins " + original),
+                                HasSubstr("Nothing was changed")));
+  EXPECT_EQ(count_lines("pinned "), 0u);
+  const ProcessResult current = ctl({"attach", "current", "--plugin", "scripted", "--set",
+                                     "trace=" + trace().string(), "--set", "sha256=" + swapped});
+  ASSERT_EQ(current.exit_code, 0) << current.err;
+  ASSERT_TRUE(wait_until([&] { return count_lines("current after_run") >= 1; }));
   EXPECT_EQ(stop(*job).exit_code, 0);
 }
 
