@@ -160,20 +160,27 @@ Reply LiveControl::handle(const std::vector<std::string>& words) {
   return {false, "unknown request '" + display_text(verb) + "' (expected " + kVerbs + ")\n"};
 }
 
-Reply LiveControl::apply(const std::function<Reply(Runtime&)>& change,
-                         std::chrono::milliseconds wait, const std::string& queued_text) {
+std::optional<Reply> LiveControl::post_and_wait(const std::function<Reply(Runtime&)>& change,
+                                                std::chrono::milliseconds wait, bool* posted) {
   auto pending = std::make_shared<Pending>();
-  const bool posted = setup_.runtime->at_next_boundary([pending, change](Runtime& runtime) {
+  *posted = setup_.runtime->at_next_boundary([pending, change](Runtime& runtime) {
     Reply reply = change(runtime);
     std::lock_guard lock(pending->mutex);
     pending->reply = std::move(reply);
     pending->done.notify_all();
   });
-  if (!posted) return {false, "the job is ending: it takes no more changes\n"};
+  if (!*posted) return std::nullopt;
   std::unique_lock lock(pending->mutex);
-  if (pending->done.wait_for(lock, wait, [&] { return pending->reply.has_value(); }))
-    return *pending->reply;
-  lock.unlock();
+  if (!pending->done.wait_for(lock, wait, [&] { return pending->reply.has_value(); }))
+    return std::nullopt;
+  return pending->reply;
+}
+
+Reply LiveControl::apply(const std::function<Reply(Runtime&)>& change,
+                         std::chrono::milliseconds wait, const std::string& queued_text) {
+  bool posted = false;
+  if (std::optional<Reply> reply = post_and_wait(change, wait, &posted)) return *reply;
+  if (!posted) return {false, "the job is ending: it takes no more changes\n"};
   return {true, queued_text + " (" + step_text() + ")\n"};
 }
 
@@ -441,19 +448,9 @@ Reply LiveControl::status(bool quick) {
     return {true, out};
   };
   if (quick || p.closed) return {true, head};
-  auto pending = std::make_shared<Pending>();
-  const bool posted = runtime.at_next_boundary([pending, table](Runtime& rt) {
-    Reply reply = table(rt);
-    std::lock_guard lock(pending->mutex);
-    pending->reply = std::move(reply);
-    pending->done.notify_all();
-  });
-  if (posted) {
-    std::unique_lock lock(pending->mutex);
-    if (pending->done.wait_for(lock, setup_.status_wait,
-                               [&] { return pending->reply.has_value(); }))
-      return {true, head + pending->reply->text};
-  }
+  bool posted = false;
+  if (std::optional<Reply> hooks = post_and_wait(table, setup_.status_wait, &posted))
+    return {true, head + hooks->text};
   return {true, head + "hooks: not shown: the step is running (" + step_text() + ")\n"};
 }
 

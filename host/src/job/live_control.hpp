@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -78,7 +79,11 @@ class LiveControl {
   // it, and `extra` (read as from `via`). Throws ConfigError.
   Planned& plan_hook(const std::string& name, const std::vector<std::string>& extra,
                      const std::string& via, bool fresh);
-  // Posts `change` to the runtime and waits up to `wait` for its reply.
+  // Posts `change` to the runtime and waits up to `wait` for its reply: nothing when it did not
+  // come in time or (`posted` false) the job takes no more changes.
+  std::optional<control::Reply> post_and_wait(const std::function<control::Reply(Runtime&)>& change,
+                                              std::chrono::milliseconds wait, bool* posted);
+  // post_and_wait, answered "queued" (with the step it waits for) when the reply is late.
   control::Reply apply(const std::function<control::Reply(Runtime&)>& change,
                        std::chrono::milliseconds wait, const std::string& queued_text);
   std::string step_text();  // "global step N" and, when no step ended for a while, for how long

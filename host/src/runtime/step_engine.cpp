@@ -123,19 +123,25 @@ void StepEngine::add(std::unique_ptr<Slot> slot) {
 
 void StepEngine::start(const std::vector<std::string>& fetchable,
                        const std::vector<std::string>& feedable) {
-  for (const auto& s : slots_)
-    if (s->settings.call_timeout.count() > 0 && !watchdog_)
-      watchdog_ = std::make_unique<CallWatchdog>(running_, log_);
-  std::stable_sort(slots_.begin(), slots_.end(), [](const auto& a, const auto& b) {
-    return a->settings.order < b->settings.order;
-  });
-  for (const auto& s : slots_)
-    s->direct_step_calls = s->direct_hook && s->settings.call_timeout.count() == 0 &&
-                           time_every_n_steps_ > 1 && !s->settings.observer.enabled;
+  order_slots();
+  for (const auto& s : slots_) prepare_calls(*s);
   fetchable_.insert(fetchable.begin(), fetchable.end());
   feedable_.insert(feedable.begin(), feedable.end());
   start_observers();
   started_ = true;
+}
+
+void StepEngine::order_slots() {
+  std::stable_sort(slots_.begin(), slots_.end(), [](const auto& a, const auto& b) {
+    return a->settings.order < b->settings.order;
+  });
+}
+
+void StepEngine::prepare_calls(Slot& slot) {
+  if (slot.settings.call_timeout.count() > 0 && !watchdog_)
+    watchdog_ = std::make_unique<CallWatchdog>(running_, log_);
+  slot.direct_step_calls = slot.direct_hook && slot.settings.call_timeout.count() == 0 &&
+                           time_every_n_steps_ > 1 && !slot.settings.observer.enabled;
 }
 
 void StepEngine::stop_watching() {
@@ -436,14 +442,8 @@ void StepEngine::after_calls_timed(const hh_run_context& ctx, const TensorMap& v
 
 bool StepEngine::attach_added(int creation) {
   Slot& slot = *slots_.back();
-  if (slot.settings.call_timeout.count() > 0 && !watchdog_)
-    watchdog_ = std::make_unique<CallWatchdog>(running_, log_);
-  slot.direct_step_calls = slot.direct_hook && slot.settings.call_timeout.count() == 0 &&
-                           time_every_n_steps_ > 1 && !slot.settings.observer.enabled;
-  // Among equal orders it runs after the hooks already there, as if added last to the config.
-  std::stable_sort(slots_.begin(), slots_.end(), [](const auto& a, const auto& b) {
-    return a->settings.order < b->settings.order;
-  });
+  prepare_calls(slot);
+  order_slots();  // among equal orders after the hooks already there, as if added last
   step_slots_stale_ = true;
   if (slot.settings.observer.enabled) {
     std::map<const void*, std::shared_ptr<ObserverWorker>> own;  // its runner is its own

@@ -181,6 +181,10 @@ class StepEngine {
   void start_observers();
   void start_observer(Slot& slot, std::map<const void*, std::shared_ptr<ObserverWorker>>& shared);
   void destroy_one(Slot& slot);
+  // Stable by order (ties keep the order added), at start() and when a hook is attached.
+  void order_slots();
+  // The call watchdog when the slot has a call timeout, and whether its per-step calls are direct.
+  void prepare_calls(Slot& slot);
   void observe_step(Slot& slot, const hh_run_context& ctx, const TensorMap& values);
   void settle_observers();
   void settle_observer(Slot& slot);
