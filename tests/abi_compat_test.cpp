@@ -50,7 +50,8 @@ INSTANTIATE_TEST_SUITE_P(CAndCxx, FrozenAbi,
                          ::testing::Values("frozen_v1_0_c", "frozen_v1_0_cxx", "frozen_v1_1_c",
                                            "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx",
                                            "frozen_v1_3_c", "frozen_v1_3_cxx", "frozen_v1_4_c",
-                                           "frozen_v1_4_cxx", "frozen_v1_5_c", "frozen_v1_5_cxx"));
+                                           "frozen_v1_4_cxx", "frozen_v1_5_c", "frozen_v1_5_cxx",
+                                           "frozen_v1_6_c", "frozen_v1_6_cxx"));
 
 // Runs frozen plugin `id` as one hook named "frozen" (an observer when `observer`) with `params`
 // (its trace goes to `trace`) over `steps` steps with a loss of 10/step; returns its after_run
@@ -124,6 +125,48 @@ TEST(FrozenAbi1_5, ANewSessionClearsSkipUntil) {
               ElementsAre("after_create_session creation=1", "after_run gs=0", "after_run gs=3",
                           "after_create_session creation=2", "after_run gs=4", "after_run gs=7"))
       << read_file(trace);
+}
+
+// ABI 1.6 gave end() the outcome "detached": a hook taken off a running job is told so when its
+// plugin knows the outcome (built against 1.6), and "stopped" (by the host) when it predates it.
+TEST(FrozenAbi1_6, ADetachedHookIsToldDetachedOnlyWhenItsPluginKnowsTheOutcome) {
+  TempDir dir;
+  const std::vector<std::string> ids = {"frozen_v1_5_c", "frozen_v1_5_cxx", "frozen_v1_6_c",
+                                        "frozen_v1_6_cxx"};
+  PluginHarness h({}, ids);
+  h.workload.script().end_of_data_step = 100;
+  for (const std::string& id : ids) h.add(id, id, {{"trace", (dir / (id + ".txt")).string()}});
+  Runtime& runtime = h.runtime();
+  ASSERT_TRUE(runtime.start()) << h.log();
+  runtime.run();
+  std::vector<std::string> told;
+  ASSERT_TRUE(runtime.at_next_boundary([&](Runtime& r) {
+    for (const std::string& id : ids) {
+      std::string message;
+      EXPECT_TRUE(r.detach_hook(id, "by the test", &message)) << message;
+      told.push_back(message);
+    }
+  }));
+  runtime.run();  // the change runs at this step's boundary
+  ASSERT_EQ(told.size(), 4u) << h.log();
+  EXPECT_EQ(told[0], "it had its end (outcome stopped, reason \"detached: by the test\")");
+  EXPECT_EQ(told[3], "it had its end (outcome detached, reason \"detached: by the test\")");
+  runtime.run();
+  EXPECT_EQ(runtime.close().outcome, Outcome::stopped) << h.log();
+  for (const std::string& id : ids) {
+    const std::vector<std::string> lines = lines_of(read_file(dir / (id + ".txt")));
+    ASSERT_GE(lines.size(), 2u) << id;
+    const std::string expected_end = id.starts_with("frozen_v1_6")
+                                         ? "end outcome=detached reason=detached: by the test"
+                                         : "end outcome=stopped";
+    // Two steps ran before the boundary: no call after the detach, and no second end.
+    EXPECT_THAT(std::vector<std::string>(lines.end() - 3, lines.end()),
+                ElementsAre(::testing::StartsWith("after_run gs=1"), expected_end, "destroy"))
+        << id << ":\n"
+        << read_file(dir / (id + ".txt"));
+  }
+  for (const HookReport& report : runtime.reports())
+    EXPECT_TRUE(report.detached) << report.instance_name;
 }
 
 // A note written with HH_PLUGIN_NOTE beside a hand-built entry (no HH_PLUGIN_DEFINE) is discovered

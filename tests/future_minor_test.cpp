@@ -92,19 +92,21 @@ TEST(FutureMinor, APluginThatNeedsANewerHostIsToldToUpgradeIt) {
 
 // hh.dist/1 and hh.job/1 came after 1.0 was frozen: they are ABI 1.1. The note's needs.* lines
 // are ABI 1.2, its mode line 1.3, the run context's wall_time_ns 1.4, hh.steps/1 skip_until 1.5,
-// and this host is 1.5.
-static_assert(HH_ABI_MAJOR == 1 && HH_ABI_MINOR == 5, "the host's ABI is 1.5");
+// the outcome HH_OUTCOME_DETACHED 1.6, and this host is 1.6.
+static_assert(HH_ABI_MAJOR == 1 && HH_ABI_MINOR == 6, "the host's ABI is 1.6");
+static_assert(HH_OUTCOME_DETACHED == 4 && HH_OUTCOME_FAILED == 3);
 static_assert(HH_STEPS_SERVICE_SIZE_1_5 == HH_STEPS_SERVICE_SIZE &&
               HH_STEPS_SERVICE_SIZE_1_0 < HH_STEPS_SERVICE_SIZE_1_5);
 static_assert(HH_DIST_SERVICE_SIZE_1_1 == HH_DIST_SERVICE_SIZE && HH_JOB_SERVICE_SIZE_1_1 == 16);
 
-// Every minor up to the host's own is accepted: a 1.0 plugin (declaring minor 0), 1.1 to 1.5
-// plugins and one of today's built-in plugins (minor 5, needing 1.5), each from its own note.
+// Every minor up to the host's own is accepted: a 1.0 plugin (declaring minor 0), 1.1 to 1.6
+// plugins and one of today's built-in plugins (minor 6, needing 1.6), each from its own note.
 TEST(FutureMinor, PluginsOfEveryMinorUpToTheHostsAreAccepted) {
   TempDir dir;
-  for (const char* id : {"frozen_v1_0_c", "frozen_v1_1_c", "frozen_v1_1_cxx", "frozen_v1_2_c",
-                         "frozen_v1_2_cxx", "frozen_v1_3_c", "frozen_v1_3_cxx", "frozen_v1_4_c",
-                         "frozen_v1_4_cxx", "frozen_v1_5_c", "frozen_v1_5_cxx"})
+  for (const char* id :
+       {"frozen_v1_0_c", "frozen_v1_1_c", "frozen_v1_1_cxx", "frozen_v1_2_c", "frozen_v1_2_cxx",
+        "frozen_v1_3_c", "frozen_v1_3_cxx", "frozen_v1_4_c", "frozen_v1_4_cxx", "frozen_v1_5_c",
+        "frozen_v1_5_cxx", "frozen_v1_6_c", "frozen_v1_6_cxx"})
     copy_plugin(fixture_plugin(id), dir.path());
   copy_plugin(builtin_plugin("step_counter"), dir.path());
   DiscoveryResult found = discover_plugins({dir.path()});
@@ -116,7 +118,8 @@ TEST(FutureMinor, PluginsOfEveryMinorUpToTheHostsAreAccepted) {
   const std::vector<std::pair<const char*, uint32_t>> minors = {
       {"frozen_v1_1_c", 1}, {"frozen_v1_1_cxx", 1}, {"frozen_v1_2_c", 2}, {"frozen_v1_2_cxx", 2},
       {"frozen_v1_3_c", 3}, {"frozen_v1_3_cxx", 3}, {"frozen_v1_4_c", 4}, {"frozen_v1_4_cxx", 4},
-      {"frozen_v1_5_c", 5}, {"frozen_v1_5_cxx", 5}, {"step_counter", 5}};
+      {"frozen_v1_5_c", 5}, {"frozen_v1_5_cxx", 5}, {"frozen_v1_6_c", 6}, {"frozen_v1_6_cxx", 6},
+      {"step_counter", 6}};
   for (const auto& [id, minor] : minors) {
     const DiscoveredPlugin* p = found.find(id);
     ASSERT_NE(p, nullptr) << id;

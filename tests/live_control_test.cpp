@@ -113,8 +113,10 @@ TEST_F(LiveControlTest, AnAttachedHookBeginsAtTheBoundaryAndRunsFromTheNextStepT
   const size_t runs_at_detach = count_lines("rec after_run");
   const std::vector<std::string> after = trace_lines("rec ");
   ASSERT_GE(after.size(), 2u);
-  EXPECT_EQ(after[after.size() - 2], "rec end outcome=stopped cause=4 gs=" + std::to_string(off) +
+  EXPECT_EQ(after[after.size() - 2], "rec end outcome=detached cause=0 gs=" + std::to_string(off) +
                                          " reason=detached: by hookhost ctl");
+  EXPECT_THAT(detached.out,
+              HasSubstr("it had its end (outcome detached, reason \"detached: by hookhost ctl\")"));
   EXPECT_EQ(after.back(), "rec destroy");
   // Steps go on without it.
   const int64_t step_then = step_in(ctl({"status"}).out);
@@ -271,9 +273,42 @@ TEST_F(LiveControlTest, DetachingAHookStuckInACallTakesEffectWhenTheCallReturns)
   // The blocked before_run, its step's after_run, then the end: nothing cut short.
   EXPECT_THAT(lines[2], HasSubstr("stuck before_run gs=0 "));
   EXPECT_THAT(lines[3], HasSubstr("stuck after_run gs=0 "));
-  EXPECT_THAT(lines[lines.size() - 2], HasSubstr("stuck end outcome=stopped"));
+  EXPECT_THAT(lines[lines.size() - 2], HasSubstr("stuck end outcome=detached"));
   EXPECT_EQ(lines.back(), "stuck destroy");
   EXPECT_EQ(stop(*job).exit_code, 0);
+}
+
+// A sandboxed hook stuck in a call is not waited for: its runner (its own) is killed, the detach
+// takes effect at the boundary the step then reaches, and on_crash = restart does not bring it
+// back. It gets no end (its process is gone); the job and its other hooks go on.
+TEST_F(LiveControlTest, DetachingASandboxedHookStuckInACallKillsItsRunner) {
+  auto job =
+      start(slow_job("[hook.stuck]\nplugin = scripted\nisolation = process\n"
+                     "on_crash = restart\ntrace = " +
+                     trace().string() + "\nblock_in_before_secs = 600\n"));
+  ASSERT_THAT(ctl({"status"}).out, HasSubstr("running: hook 'stuck'"));
+  const ProcessResult detached = ctl({"detach", "stuck"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  // Answered with the change done, not "queued": the 600 s call did not hold it up.
+  EXPECT_THAT(detached.out,
+              AllOf(HasSubstr("detached hook 'stuck' at global step"),
+                    HasSubstr("its runner was killed in the call it was stuck in: it had no end")));
+  const int64_t off = step_in(detached.out);
+  ASSERT_TRUE(wait_until([&] { return step_in(ctl({"status"}).out) > off + 5; }));
+  const ProcessResult status = ctl({"status"});
+  EXPECT_THAT(status.out, HasSubstr("detached (by hookhost ctl)"));
+  // Its one before_run, cut short: no after_run, no end, and no restart's second begin.
+  EXPECT_EQ(count_lines("stuck before_run"), 1u);
+  EXPECT_EQ(count_lines("stuck after_run"), 0u);
+  EXPECT_EQ(count_lines("stuck end"), 0u);
+  EXPECT_EQ(count_lines("stuck begin"), 1u);
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.out, HasSubstr("job stopped (hookhost ctl: test done)"));
+  EXPECT_THAT(done.err,
+              AllOf(HasSubstr("was killed by the host to detach it (hookhost ctl detach)"),
+                    HasSubstr("its runner process was killed"), Not(HasSubstr("on_crash=restart")),
+                    Not(HasSubstr("restarted"))));
 }
 
 // A run directory whose path is longer than a socket address holds (108 bytes), and a hook name

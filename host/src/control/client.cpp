@@ -72,6 +72,11 @@ Reply send_request(const fs::path& run_dir, const std::vector<std::string>& word
     if (n <= 0) break;
     reply.append(buffer, static_cast<std::size_t>(n));
   }
+  // Closed with no byte: the job ended between the connection and its answer (its server stopped
+  // with this connection still queued), as good as no job.
+  if (reply.empty())
+    throw std::runtime_error("the job in " + run_dir.string() +
+                             " closed the connection without an answer: it has ended");
   return decode_reply(reply);
 }
 

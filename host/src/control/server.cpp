@@ -98,9 +98,11 @@ Server::Server(const fs::path& run_dir, Handler handler, std::function<void()> t
 }
 
 Server::~Server() {
+  // The name goes first, so no client connects while the thread stops; one queued meanwhile is
+  // closed unanswered with the listener, which the client reads as the job gone.
+  if (folder_) ::unlinkat(folder_.get(), kSocketName, 0);
   if (stop_write_) (void)!::write(stop_write_.get(), "x", 1);
   if (thread_.joinable()) thread_.join();
-  if (folder_) ::unlinkat(folder_.get(), kSocketName, 0);
 }
 
 void Server::serve() {

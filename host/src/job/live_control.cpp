@@ -161,7 +161,8 @@ Reply LiveControl::handle(const std::vector<std::string>& words) {
 }
 
 std::optional<Reply> LiveControl::post_and_wait(const std::function<Reply(Runtime&)>& change,
-                                                std::chrono::milliseconds wait, bool* posted) {
+                                                std::chrono::milliseconds wait, bool* posted,
+                                                const WhenLate& late) {
   auto pending = std::make_shared<Pending>();
   *posted = setup_.runtime->at_next_boundary([pending, change](Runtime& runtime) {
     Reply reply = change(runtime);
@@ -170,16 +171,23 @@ std::optional<Reply> LiveControl::post_and_wait(const std::function<Reply(Runtim
     pending->done.notify_all();
   });
   if (!*posted) return std::nullopt;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  const auto replied = [&] { return pending->reply.has_value(); };
   std::unique_lock lock(pending->mutex);
-  if (!pending->done.wait_for(lock, wait, [&] { return pending->reply.has_value(); }))
-    return std::nullopt;
+  if (late.act && !pending->done.wait_for(lock, std::min(late.after, wait), replied)) {
+    lock.unlock();  // the change may reply meanwhile
+    late.act();
+    lock.lock();
+  }
+  if (!pending->done.wait_until(lock, deadline, replied)) return std::nullopt;
   return pending->reply;
 }
 
 Reply LiveControl::apply(const std::function<Reply(Runtime&)>& change,
-                         std::chrono::milliseconds wait, const std::string& queued_text) {
+                         std::chrono::milliseconds wait, const std::string& queued_text,
+                         const WhenLate& late) {
   bool posted = false;
-  if (std::optional<Reply> reply = post_and_wait(change, wait, &posted)) return *reply;
+  if (std::optional<Reply> reply = post_and_wait(change, wait, &posted, late)) return *reply;
   if (!posted) return {false, "the job is ending: it takes no more changes\n"};
   return {true, queued_text + " (" + step_text() + ")\n"};
 }
@@ -265,8 +273,8 @@ Reply LiveControl::detach(const std::vector<std::string>& words) {
   const bool in_config = config_sections_.count(name) > 0;
   return apply(
       [this, name, in_config](Runtime& runtime) -> Reply {
-        std::string why;
-        if (!runtime.detach_hook(name, "by hookhost ctl", &why)) return {false, why + "\n"};
+        std::string told;
+        if (!runtime.detach_hook(name, "by hookhost ctl", &told)) return {false, told + "\n"};
         {
           std::lock_guard lock(mutex_);
           std::erase_if(changes_,
@@ -274,15 +282,22 @@ Reply LiveControl::detach(const std::vector<std::string>& words) {
           if (in_config) changes_.push_back("hook." + name + ".enabled=false");
         }
         const std::string text = "detached hook '" + name + "' at global step " +
-                                 std::to_string(runtime.progress().global_step) +
-                                 ": it had its end (outcome stopped, reason \"detached: by "
-                                 "hookhost ctl\")";
+                                 std::to_string(runtime.progress().global_step) + ": " + told;
         emit(RunEvent::Kind::detach, name, text);
         return {true, text + "\n"};
       },
       setup_.change_wait,
-      "queued: '" + name +
-          "' is detached at the next step boundary, once its running call returns");
+      "queued: '" + name + "' is detached at the next step boundary, once its running call returns",
+      // Still in a call a while later (the boundary has not come): stuck. A runner of its own
+      // is killed; in the host's process (or a group's runner) the call is waited for.
+      {setup_.stuck_after, [this, name] {
+         std::string why_not;
+         if (setup_.runtime->interrupt_call(name, "to detach it (hookhost ctl detach)", &why_not))
+           setup_.log->warn(
+               "hookhost ctl: hook '{}' was still in its call {} ms after the detach: its runner "
+               "process was killed",
+               name, setup_.stuck_after.count());
+       }});
 }
 
 Reply LiveControl::set(const std::vector<std::string>& words) {

@@ -40,6 +40,13 @@ std::vector<std::string> take_live_changes(std::map<std::string, SavedHookState>
 // there is none, or it does not read: the resume reports that).
 std::vector<std::string> live_changes_to_resume(const JobConfig& cfg);
 
+// When a change's reply is later than `after`, `act` runs once (on the waiting thread) and the
+// wait goes on.
+struct WhenLate {
+  std::chrono::milliseconds after{0};
+  std::function<void()> act;
+};
+
 class LiveControl {
  public:
   struct Setup {
@@ -55,6 +62,9 @@ class LiveControl {
     // answered from what other threads may read).
     std::chrono::milliseconds change_wait{10000};
     std::chrono::milliseconds status_wait{1000};
+    // A detach whose hook is still in the same call after this is taken as stuck: a runner of
+    // the hook's own is killed (Runtime::interrupt_call).
+    std::chrono::milliseconds stuck_after{1000};
   };
   explicit LiveControl(Setup setup);
   ~LiveControl();
@@ -82,10 +92,12 @@ class LiveControl {
   // Posts `change` to the runtime and waits up to `wait` for its reply: nothing when it did not
   // come in time or (`posted` false) the job takes no more changes.
   std::optional<control::Reply> post_and_wait(const std::function<control::Reply(Runtime&)>& change,
-                                              std::chrono::milliseconds wait, bool* posted);
+                                              std::chrono::milliseconds wait, bool* posted,
+                                              const WhenLate& late = {});
   // post_and_wait, answered "queued" (with the step it waits for) when the reply is late.
   control::Reply apply(const std::function<control::Reply(Runtime&)>& change,
-                       std::chrono::milliseconds wait, const std::string& queued_text);
+                       std::chrono::milliseconds wait, const std::string& queued_text,
+                       const WhenLate& late = {});
   std::string step_text();  // "global step N" and, when no step ended for a while, for how long
   void emit(RunEvent::Kind kind, const std::string& hook, const std::string& text);
 

@@ -21,6 +21,16 @@ void StepEngine::handle_result(Slot& slot, Callback cb, const CallResult& r, int
     return;
   }
   if (r.ok()) return;
+  if (r.runner_lost && slot.interrupted.load(std::memory_order_acquire)) {
+    // Killed to be detached (StepEngine::interrupt): no failure of its own, and nothing brings it
+    // back. The detach waiting at the step boundary takes it off.
+    slot.runner_lost = true;
+    slot.disabled = true;
+    step_slots_stale_ = true;
+    log_->warn("{}: its {} at global step {} was ended: {}", slot.services->blame_name, name_of(cb),
+               step, r.message);
+    return;
+  }
   ++slot.stats[static_cast<size_t>(cb)].failures;
   if (r.runner_lost) return handle_lost_runner(slot, cb, r, step);
   const bool fatal = r.status == HH_ERROR_FATAL;

@@ -11,7 +11,8 @@ namespace {
 
 class InProcessDispatch final : public HookDispatch {
  public:
-  InProcessDispatch(hh_hook* hook, std::string plugin_id, std::string plugin_file)
+  InProcessDispatch(hh_hook* hook, std::string plugin_id, std::string plugin_file,
+                    uint32_t abi_minor)
       : hook_(hook),
         begin_(hook->begin),
         after_create_session_(hook->after_create_session),
@@ -21,10 +22,12 @@ class InProcessDispatch final : public HookDispatch {
         destroy_(hook->destroy),
         get_extension_(hook->get_extension),
         plugin_id_(std::move(plugin_id)),
-        plugin_file_(std::move(plugin_file)) {}
+        plugin_file_(std::move(plugin_file)),
+        abi_minor_(abi_minor) {}
 
   std::string plugin_id() const override { return plugin_id_; }
   std::string plugin_file() const override { return plugin_file_; }
+  uint32_t plugin_abi_minor() const override { return abi_minor_; }
 
   bool implements(Callback callback) const override {
     switch (callback) {
@@ -111,14 +114,16 @@ class InProcessDispatch final : public HookDispatch {
   hh_error err_{};  // reused: only its first byte is cleared per call
   std::string plugin_id_;
   std::string plugin_file_;
+  uint32_t abi_minor_;
 };
 
 }  // namespace
 
 std::unique_ptr<HookDispatch> make_inprocess_dispatch(hh_hook* hook, std::string plugin_id,
-                                                      std::string plugin_file, std::string* warn) {
-  auto dispatch =
-      std::make_unique<InProcessDispatch>(hook, std::move(plugin_id), std::move(plugin_file));
+                                                      std::string plugin_file, uint32_t abi_minor,
+                                                      std::string* warn) {
+  auto dispatch = std::make_unique<InProcessDispatch>(hook, std::move(plugin_id),
+                                                      std::move(plugin_file), abi_minor);
   std::string problem = dispatch->query_extensions();
   if (warn) *warn = std::move(problem);
   return dispatch;

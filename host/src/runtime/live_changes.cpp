@@ -32,10 +32,30 @@ void Runtime::Impl::run_changes() {
 }
 
 bool Runtime::detach_hook(const std::string& instance_name, const std::string& reason,
-                          std::string* why) {
+                          std::string* message) {
   Impl& m = *impl_;
   if (!m.in_change) throw std::logic_error("detach_hook outside a change (at_next_boundary)");
-  return m.engine.detach(instance_name, reason, why);
+  return m.engine.detach(instance_name, reason, message);
+}
+
+bool Runtime::interrupt_call(const std::string& instance_name, const std::string& why,
+                             std::string* why_not) {
+  using Interrupt = StepEngine::Interrupt;
+  switch (impl_->engine.interrupt(instance_name, why)) {
+    case Interrupt::done: return true;
+    case Interrupt::not_in_call:
+      *why_not = "hook '" + instance_name + "' is not in a call";
+      return false;
+    case Interrupt::cannot:
+      *why_not = "hook '" + instance_name +
+                 "' runs in the host's process or in a runner process other hooks share (an "
+                 "isolation group): its call cannot be ended from outside";
+      return false;
+    case Interrupt::no_such_hook:
+      *why_not = "no hook named '" + instance_name + "' runs in this job";
+      return false;
+  }
+  return false;
 }
 
 void Runtime::give_state_to(const std::string& instance_name, SavedHookState state) {

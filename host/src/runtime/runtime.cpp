@@ -258,7 +258,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   slot->services = std::move(services);
   std::string extension_problem;
   slot->dispatch = make_inprocess_dispatch(hook, plugin->metadata().id, plugin->file().string(),
-                                           &extension_problem);
+                                           plugin->metadata().abi_minor, &extension_problem);
   slot->direct_hook = hook;
   slot->direct_before_run = hook->before_run;
   slot->direct_after_run = hook->after_run;

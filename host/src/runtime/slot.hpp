@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -79,6 +80,9 @@ struct alignas(64) Slot {  // the hot fields below share the first cache line
   // name may be used again.
   bool detached = false;
   std::string detach_reason;
+  // Its runner was killed from another thread to detach it (StepEngine::interrupt): the call that
+  // fails for it is no failure of the hook's, and brings no restart.
+  std::atomic<bool> interrupted{false};
   std::string failure;
   std::array<CallStats, kCallbackNames.size()> stats{};
   uint64_t filtered_steps_seen = 0;  // steps step_called() was asked about, for first_n

@@ -117,12 +117,14 @@ void StepEngine::add(std::unique_ptr<Slot> slot) {
   std::sort(at_steps.begin(), at_steps.end());
   at_steps.erase(std::unique(at_steps.begin(), at_steps.end()), at_steps.end());
   slot->step_filtered = slot->settings.step_filter.set();
+  std::lock_guard lock(slots_mutex_);
   slot->added_index = slots_.size();
   slots_.push_back(std::move(slot));
 }
 
 void StepEngine::start(const std::vector<std::string>& fetchable,
                        const std::vector<std::string>& feedable) {
+  std::lock_guard lock(slots_mutex_);
   order_slots();
   for (const auto& s : slots_) prepare_calls(*s);
   fetchable_.insert(fetchable.begin(), fetchable.end());
@@ -442,12 +444,15 @@ void StepEngine::after_calls_timed(const hh_run_context& ctx, const TensorMap& v
 
 bool StepEngine::attach_added(int creation) {
   Slot& slot = *slots_.back();
-  prepare_calls(slot);
-  order_slots();  // among equal orders after the hooks already there, as if added last
-  step_slots_stale_ = true;
-  if (slot.settings.observer.enabled) {
-    std::map<const void*, std::shared_ptr<ObserverWorker>> own;  // its runner is its own
-    start_observer(slot, own);
+  {
+    std::lock_guard lock(slots_mutex_);
+    prepare_calls(slot);
+    order_slots();  // among equal orders after the hooks already there, as if added last
+    step_slots_stale_ = true;
+    if (slot.settings.observer.enabled) {
+      std::map<const void*, std::shared_ptr<ObserverWorker>> own;  // its runner is its own
+      start_observer(slot, own);
+    }
   }
   const int64_t step = job_.global_step();
   check_state(slot, Callback::begin, {HookState::created});
@@ -472,7 +477,7 @@ bool StepEngine::attach_added(int creation) {
 }
 
 bool StepEngine::detach(const std::string& instance_name, const std::string& reason,
-                        std::string* why) {
+                        std::string* message) {
   Slot* found = nullptr;
   std::vector<std::string> live;
   for (const auto& sp : slots_) {
@@ -481,8 +486,8 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
     if (sp->settings.instance_name == instance_name) found = sp.get();
   }
   if (!found) {
-    *why = "no hook named '" + instance_name +
-           "' runs in this job (its hooks: " + join_names(live) + ")";
+    *message = "no hook named '" + instance_name +
+               "' runs in this job (its hooks: " + join_names(live) + ")";
     return false;
   }
   Slot& slot = *found;
@@ -492,31 +497,70 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
     slot.lane->shutdown();
     std::erase(observer_slots_, &slot);
   }
-  if (slot.begin_called && slot.state != HookState::ended && slot.state != HookState::destroyed &&
-      !slot.runner_lost && wants(slot, Callback::end)) {
+  const bool ends = slot.begin_called && slot.state != HookState::ended &&
+                    slot.state != HookState::destroyed && wants(slot, Callback::end);
+  if (slot.interrupted.load(std::memory_order_acquire)) {
+    *message = "its runner was killed in the call it was stuck in: it had no end";
+  } else if (ends && slot.runner_lost) {
+    *message = "its runner was lost: it had no end";
+  } else if (ends) {
     hh_end_info info{};
     info.struct_size = HH_END_INFO_SIZE;
-    info.outcome = HH_OUTCOME_STOPPED;
-    info.stop_cause = HH_STOP_CAUSE_HOST;
-    const std::string text = "detached: " + reason;
+    std::string text = "detached: " + reason;
+    if (slot.disabled) {  // a disabled hook is told why, as at the job's end
+      text = "this hook was disabled: " + slot.failure;
+      info.outcome = HH_OUTCOME_FAILED;
+    } else if (slot.dispatch->plugin_abi_minor() >= 6) {
+      info.outcome = HH_OUTCOME_DETACHED;
+    } else {  // never an outcome its plugin does not know
+      info.outcome = HH_OUTCOME_STOPPED;
+      info.stop_cause = HH_STOP_CAUSE_HOST;
+    }
     info.reason = text.c_str();
     info.global_step = job_.global_step();
+    *message = std::string("it had its end (outcome ") + hh_outcome_name(info.outcome) +
+               ", reason \"" + text + "\")";
     slot.state = HookState::ended;
     CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
     if (!r.ok()) {  // the operator took it off: its end's failure is its own, never the job's
       ++slot.stats[static_cast<size_t>(Callback::end)].failures;
       log_->error("{}: {}", describe(slot, Callback::end, info.global_step), r.message);
       if (slot.failure.empty()) slot.failure = "end failed: " + r.message;
+      *message += ", which failed: " + r.message;
     }
+  } else {
+    *message = "it had no end (it had not begun, or does not implement end)";
   }
   slot.state = HookState::ended;
   slot.services->ended = true;
   destroy_one(slot);
   slot.disabled = true;
-  slot.detached = true;
+  {
+    std::lock_guard lock(slots_mutex_);
+    slot.detached = true;
+  }
   slot.detach_reason = reason;
   step_slots_stale_ = true;
   return true;
+}
+
+StepEngine::Interrupt StepEngine::interrupt(const std::string& instance_name,
+                                            const std::string& why) {
+  std::lock_guard lock(slots_mutex_);
+  for (const auto& sp : slots_) {
+    Slot& slot = *sp;
+    if (slot.detached || slot.settings.instance_name != instance_name) continue;
+    const HostServices* self = slot.services.get();
+    const bool in_call = running_.instance() == self ||
+                         (slot.worker_running && slot.worker_running->instance() == self);
+    if (!in_call) return Interrupt::not_in_call;
+    // Marked first: the failed call may be seen on the training thread as soon as it is killed.
+    slot.interrupted.store(true, std::memory_order_release);
+    if (slot.dispatch->interrupt(why)) return Interrupt::done;
+    slot.interrupted.store(false, std::memory_order_release);
+    return Interrupt::cannot;
+  }
+  return Interrupt::no_such_hook;
 }
 
 }  // namespace hookhost

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -85,10 +86,19 @@ class StepEngine {
   // and after_create_session (session `creation`, the live step). False when either call failed
   // it (its policy then applies, as at start: it is disabled, or the job stops or fails).
   bool attach_added(int creation);
-  // Ends one hook (end() with `reason`, as a stop by the host) and destroys it; its slot stays for
-  // the job's report, marked detached, and its name may be used again. A call it is in has
-  // returned: changes run at the step boundary. False, with `why`, when no live hook has the name.
-  bool detach(const std::string& instance_name, const std::string& reason, std::string* why);
+  // Ends one hook (end() with outcome detached, reason "detached: REASON"; stopped by the host for
+  // a plugin built before ABI 1.6; failed for a disabled hook; none when its runner is gone) and
+  // destroys it; its slot stays for the job's report, marked detached, and its name may be used
+  // again. A call it is in has returned: changes run at the step boundary. `message`: what the
+  // hook was told, or, when false (no live hook has the name), why.
+  bool detach(const std::string& instance_name, const std::string& reason, std::string* message);
+  // From another thread, for a detach a hook's call holds up: when hook `instance_name` is in a
+  // call now (on the training thread, or its observer worker) and its tier can end that call at
+  // once (dispatch->interrupt: a runner of its own), ends it, `why` naming the cause in the call's
+  // message. That failure disables the hook with no policy applied: no restart, no job failure.
+  // [thread-safe]
+  enum class Interrupt { done, not_in_call, cannot, no_such_hook };
+  Interrupt interrupt(const std::string& instance_name, const std::string& why);
   bool can_fetch(std::string_view name) const { return fetchable_.count(name) != 0; }
   bool can_feed(std::string_view name) const { return feedable_.count(name) != 0; }
 
@@ -216,6 +226,9 @@ class StepEngine {
   EventSink event_sink_;
   const uint32_t time_every_n_steps_;
   std::vector<std::unique_ptr<Slot>> slots_;  // in resolved order after start()
+  // Held where slots_ changes shape (add, order, observer start, detached) and by interrupt(),
+  // the one reader on another thread.
+  mutable std::mutex slots_mutex_;
   std::set<std::string, std::less<>> fetchable_;
   std::set<std::string, std::less<>> feedable_;
   std::unique_ptr<CallWatchdog> watchdog_;  // only when a hook has a call timeout

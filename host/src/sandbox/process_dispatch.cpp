@@ -187,6 +187,11 @@ class ProcessDispatchImpl final : public ProcessDispatch, public ObservedExchang
   std::string plugin_file() const override { return plugin_file_; }
   uint32_t state_version() const override { return state_version_; }
   pid_t runner_pid() const override { return group_->pid(); }
+  uint32_t plugin_abi_minor() const override { return note_.abi_minor; }
+  // Only a runner of its own: killing a group's would take the other members with it.
+  bool interrupt(const std::string& why) override {
+    return group_->name().empty() && group_->interrupt(why);
+  }
   bool runner_lost() const override { return lost_; }
 
   bool implements(Callback callback) const override {

@@ -189,6 +189,11 @@ void RunnerGroup::spawn() {
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("cannot start the sandbox: ") + e.what());
   }
+  {
+    std::lock_guard lock(interrupt_mutex_);
+    interrupt_handle_ = process_.kill_handle();
+    interrupt_reason_.clear();
+  }
   ++generation_;
   lost_ = false;
   lost_message_.clear();
@@ -208,6 +213,13 @@ void RunnerGroup::kill() {
   // The I/O thread stops after it forwarded the last output.
   if (io_) io_->stop();
   io_.reset();
+}
+
+bool RunnerGroup::interrupt(const std::string& why) {
+  std::lock_guard lock(interrupt_mutex_);
+  if (!RunnerProcess::kill_through(interrupt_handle_)) return false;
+  interrupt_reason_ = why;
+  return true;
 }
 
 void RunnerGroup::leave(uint32_t id, std::chrono::milliseconds timeout) {
@@ -253,6 +265,10 @@ const std::string& RunnerGroup::record_loss(const std::string& what) {
 std::string RunnerGroup::ended(const char* during) {
   const int status = process_.wait_status().value_or(0);
   std::string what = describe_wait_status(status);
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+    std::lock_guard lock(interrupt_mutex_);
+    if (!interrupt_reason_.empty()) what = "was killed by the host " + interrupt_reason_;
+  }
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS && io_) {
     // The runner's SIGSYS handler wrote what it tried before it died: name it.
     io_->drain_violations();

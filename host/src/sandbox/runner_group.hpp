@@ -87,6 +87,10 @@ class RunnerGroup {
 
   // Ends the runner at once, if there is one.
   void kill();
+  // Kills the running runner from another thread while a member's call waits on it: that call
+  // then fails as a lost runner, its message saying the host killed it `why` ("to detach it").
+  // False when no runner runs. [thread-safe]
+  bool interrupt(const std::string& why);
 
  private:
   class Routing;
@@ -131,6 +135,10 @@ class RunnerGroup {
   std::string lost_message_;
   std::string lost_during_hook_;  // the member whose request lost it
   std::recursive_mutex calls_mutex_;
+  // For interrupt(): a handle on the current runner and why it was killed through it.
+  std::mutex interrupt_mutex_;
+  UniqueFd interrupt_handle_;
+  std::string interrupt_reason_;
 };
 
 }  // namespace hookhost::sandbox

@@ -162,6 +162,15 @@ RunnerProcess::~RunnerProcess() {
   if (started() && !reaped()) kill_and_reap();
 }
 
+UniqueFd RunnerProcess::kill_handle() const {
+  if (!pidfd_) return {};
+  return UniqueFd(::fcntl(pidfd_.get(), F_DUPFD_CLOEXEC, 0));
+}
+
+bool RunnerProcess::kill_through(const UniqueFd& handle) {
+  return handle && send_signal(handle.get(), SIGKILL) == 0;
+}
+
 bool RunnerProcess::try_reap(bool block) {
   if (reaped()) return true;
   int status = 0;

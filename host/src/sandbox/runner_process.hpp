@@ -55,6 +55,12 @@ class RunnerProcess {
   int kill_and_reap();
   // True while the kernel writes its core dump (it crashed, and is not dead yet).
   bool dumping_core() const;
+  // A duplicate of the pidfd, for another thread to kill this process through while its owner
+  // waits on it (empty without pidfd support: a bare pid could be recycled once reaped).
+  UniqueFd kill_handle() const;
+  // SIGKILL through a kill_handle(); false when it was not sent (the process is already gone is
+  // not an error the caller can act on).
+  static bool kill_through(const UniqueFd& handle);
 
  private:
   bool try_reap(bool block);

@@ -81,6 +81,10 @@ typedef int32_t hh_outcome;
 #define HH_OUTCOME_COMPLETED 1 /* the workload ran out of data */
 #define HH_OUTCOME_STOPPED 2   /* a stop was requested; see hh_end_info.stop_cause */
 #define HH_OUTCOME_FAILED 3    /* the job, or this hook, failed; see hh_end_info.reason */
+/* Since 1.6: this hook was taken off a job that runs on (hookhost ctl detach, or a hook recreated
+ * by ctl set); see hh_end_info.reason. A plugin built against an older minor gets
+ * HH_OUTCOME_STOPPED with HH_STOP_CAUSE_HOST instead: it never sees a value it does not know. */
+#define HH_OUTCOME_DETACHED 4
 
 typedef int32_t hh_stop_cause;
 #define HH_STOP_CAUSE_NONE 0
@@ -98,12 +102,13 @@ typedef struct hh_end_info {
   int64_t global_step;      /* the final global step */
 } hh_end_info;
 
-/* Outcome name ("completed", "stopped", "failed"). Never NULL; static storage. */
+/* Outcome name ("completed", "stopped", "failed", "detached"). Never NULL; static storage. */
 static inline const char* hh_outcome_name(hh_outcome outcome) {
   switch (outcome) {
     case HH_OUTCOME_COMPLETED: return "completed";
     case HH_OUTCOME_STOPPED: return "stopped";
     case HH_OUTCOME_FAILED: return "failed";
+    case HH_OUTCOME_DETACHED: return "detached";
     default: return "unknown";
   }
 }

@@ -1,8 +1,8 @@
-/* hookhost plugin ABI: versioning. ABI 1.5 is the current minor: 1.0 as frozen, plus the services
+/* hookhost plugin ABI: versioning. ABI 1.6 is the current minor: 1.0 as frozen, plus the services
  * hh.dist/1 (ext/dist.h) and hh.job/1 (ext/job.h) and the note's placement= line (1.1), plus the
  * note's needs.* lines, written with HH_PLUGIN_NEEDS (1.2), plus the note's mode= line, written
  * with HH_PLUGIN_MODE (1.3), plus hh_run_context.wall_time_ns and the note's cadence line (1.4),
- * plus hh.steps/1 skip_until (1.5). docs/abi.md states the
+ * plus hh.steps/1 skip_until (1.5), plus the outcome HH_OUTCOME_DETACHED (1.6). docs/abi.md states the
  * full contract; each minor's headers are frozen byte for byte under tests/abi/v1.MINOR/.
  *
  * The headers need only the compiler's freestanding headers (stddef.h, stdint.h): string
@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define HH_ABI_MAJOR 1
-#define HH_ABI_MINOR 5
+#define HH_ABI_MINOR 6
 
 /* The hookhost product version (host and SDK), independent of the ABI version. */
 #define HOOKHOST_VERSION_MAJOR 1

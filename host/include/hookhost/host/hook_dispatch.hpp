@@ -42,6 +42,9 @@ class HookDispatch {
   // The plugin's hh_plugin_entry.state_version when this tier learnt it (a runner reports it),
   // else 0: the runtime then keeps the version it was given.
   virtual uint32_t state_version() const { return 0; }
+  // The ABI minor the plugin was built against: end() never gets an outcome added after it. A
+  // dispatcher built with the host (a test double) knows today's.
+  virtual uint32_t plugin_abi_minor() const { return HH_ABI_MINOR; }
   // False for a callback the hook does not implement: the runtime then never calls it.
   virtual bool implements(Callback callback) const = 0;
   // True when the hook takes fetched values on `device` (always for the CPU; otherwise only when
@@ -63,6 +66,14 @@ class HookDispatch {
     if (why) *why = "this hook runs in the host's process and cannot be restarted";
     return false;
   }
+  // Ends the call running now at once, when this tier can without harming another hook: kills a
+  // runner process of the hook's own (the call then fails with runner_lost, and its message says
+  // `why`). False when it cannot: the call runs in the host's process, or in a runner other hooks
+  // share (an isolation group). [thread-safe]
+  virtual bool interrupt(const std::string& why) {
+    (void)why;
+    return false;
+  }
 };
 
 // Calls an hh_hook in this process. The callback pointers are copied here, once: a plugin that
@@ -72,7 +83,7 @@ class HookDispatch {
 // asked for here, once; `warn` receives why an offered extension table was ignored.
 
 std::unique_ptr<HookDispatch> make_inprocess_dispatch(hh_hook* hook, std::string plugin_id,
-                                                      std::string plugin_file,
+                                                      std::string plugin_file, uint32_t abi_minor,
                                                       std::string* warn = nullptr);
 
 }  // namespace hookhost

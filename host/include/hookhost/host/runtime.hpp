@@ -314,10 +314,22 @@ class Runtime {
   // give_state_to. Changes still waiting when close() begins run then, before end. False, and
   // `change` dropped, once close() has begun. What a change throws is logged. [thread-safe]
   bool at_next_boundary(std::function<void(Runtime&)> change);
-  // Inside a change only: ends hook `instance_name` (end() with outcome stopped, cause host, reason
-  // "detached: REASON") and destroys it; it stays in reports() as detached and its name may be
-  // used again. False, with `why`, when no live hook has that name.
-  bool detach_hook(const std::string& instance_name, const std::string& reason, std::string* why);
+  // Inside a change only: ends hook `instance_name` and destroys it; it stays in reports() as
+  // detached and its name may be used again. Its end() has outcome HH_OUTCOME_DETACHED, reason
+  // "detached: REASON" (a plugin built before ABI 1.6: HH_OUTCOME_STOPPED, cause host; a disabled
+  // hook: HH_OUTCOME_FAILED, as at the job's end; a hook whose runner is gone: no end).
+  // `message`: what the hook was told, or, when false (no live hook has that name), why.
+  bool detach_hook(const std::string& instance_name, const std::string& reason,
+                   std::string* message);
+  // From any thread, for a detach that a hook's call holds up: when hook `instance_name` is in a
+  // call now and its isolation tier can end the call at once (a runner process of its own), kills
+  // that runner, `why` naming the cause in the call's message ("to detach it"). The failed call
+  // disables the hook without its on_crash policy: no restart, no failure of the job, no end. Post
+  // the detach_hook first: it runs at the boundary the call then reaches. False, with `why_not`,
+  // when the hook is not in a call, or its call runs in the host's process or in a runner that
+  // other hooks share (an isolation group). [thread-safe]
+  bool interrupt_call(const std::string& instance_name, const std::string& why,
+                      std::string* why_not);
   // Inside a change only: the next instance created as `instance_name` starts from `state` (as a
   // restored checkpoint's state is given), e.g. a hook recreated with new parameters.
   void give_state_to(const std::string& instance_name, SavedHookState state);
