@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "plugin_harness.hpp"
@@ -59,6 +61,35 @@ TEST(CheckpointLastWritten, ASaveInFlightIsNotWaitedForAndNotNamedYet) {
   EXPECT_EQ(lines[2], "before_run gs=2 last=1 path=" + (folder / "model.ckpt-1").string());
   // The failed save never becomes the newest.
   EXPECT_THAT(lines.back(), HasSubstr("end gs=3 last=1 path="));
+}
+
+// The run record's checkpoint event says when the checkpoint was taken, at its step boundary
+// (inside the run() that took it), though it is reported once the background write is done.
+TEST(CheckpointLastWritten, ItsRunEventIsStampedWhenTheCheckpointWasTaken) {
+  PluginHarness h({}, {"checkpoint_probe"});
+  std::mutex mutex;
+  std::vector<RunEvent> events;
+  h.options.on_event = [&](const RunEvent& e) {
+    std::lock_guard lock(mutex);
+    events.push_back(e);
+  };
+  h.add("probe", "checkpoint_probe",
+        {{"trace", (h.root() / "probe.txt").string()}, {"request_at", "1"}});
+  Runtime& runtime = h.runtime();
+  ASSERT_TRUE(runtime.start());
+  const auto before = std::chrono::system_clock::now();
+  runtime.run();  // the probe asks at global step 1: taken at a boundary of these two steps,
+  runtime.run();  // and written in the background
+  const auto after = std::chrono::system_clock::now();
+  runtime.wait_for_checkpoints();
+  runtime.close();
+  std::lock_guard lock(mutex);
+  const auto it = std::find_if(events.begin(), events.end(), [](const RunEvent& e) {
+    return e.kind == RunEvent::Kind::checkpoint;
+  });
+  ASSERT_NE(it, events.end()) << h.log();
+  EXPECT_LE(before, it->at);
+  EXPECT_LE(it->at, after);
 }
 
 }  // namespace

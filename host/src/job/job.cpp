@@ -82,6 +82,14 @@ std::vector<RecordedPlugin> recorded_plugins(const JobPlan& plan) {
   return plugins;
 }
 
+// Writes each event to the run record, stamped with when it happened.
+std::function<void(const RunEvent&)> record_into(RunRecordWriter& record) {
+  return [&record](const RunEvent& e) {
+    record.write(RecordedEvent{std::chrono::duration<double>(e.at.time_since_epoch()).count(),
+                               run_event_kind_name(e.kind), e.global_step, e.hook, e.text});
+  };
+}
+
 RuntimeOptions runtime_options(const JobConfig& cfg, const RunDirectory& run_dir,
                                const std::shared_ptr<spdlog::logger>& log,
                                const std::shared_ptr<Communicator>& communicator, int rank,
@@ -99,11 +107,7 @@ RuntimeOptions runtime_options(const JobConfig& cfg, const RunDirectory& run_dir
   ro.communicator = communicator;
   ro.collective_timeout = std::chrono::milliseconds(cfg.collective_timeout_ms);
   ro.on_recover = recover_from_newest(run_dir.checkpoint_dir(), log, communicator.get(), rank);
-  if (record)
-    ro.on_event = [record](const RunEvent& e) {
-      record->write(RecordedEvent{wall_time_now(), run_event_kind_name(e.kind), e.global_step,
-                                  e.hook, e.text});
-    };
+  if (record) ro.on_event = record_into(*record);
   return ro;
 }
 
@@ -225,11 +229,7 @@ void Job::start_live_control(Parts& p, const JobPlan& plan) {
   setup.run_dir = p.run_dir.path();
   setup.runtime = p.runtime.get();
   setup.log = p.log;
-  if (RunRecordWriter* record = p.record.get())
-    setup.record = [record](const RunEvent& e) {
-      record->write(RecordedEvent{wall_time_now(), run_event_kind_name(e.kind), e.global_step,
-                                  e.hook, e.text});
-    };
+  if (RunRecordWriter* record = p.record.get()) setup.record = record_into(*record);
   p.live_control = std::make_unique<LiveControl>(std::move(setup));
   LiveControl* live = p.live_control.get();
   try {

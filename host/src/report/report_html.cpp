@@ -67,7 +67,8 @@ std::string warning(const std::string& text) {
   return "<p class=\"warn\">" + html_escape(text) + "</p>\n";
 }
 
-// The timeline: each start or resume and every event, in the order the record has them.
+// The timeline: each start or resume and every event, in the order they happened (a checkpoint
+// when it was taken, though it is recorded once written).
 struct TimelineRow {
   double wall_time;
   std::string kind;

@@ -97,7 +97,7 @@ void Runtime::Impl::write_snapshot(const CheckpointSave& save) {
     job.set_last_checkpoint(WrittenCheckpoint{file, save.checkpoint.global_step});
     log->info("wrote checkpoint {} (requested by {})", file.string(), save.reasons);
     emit(RunEvent::Kind::checkpoint, save.checkpoint.global_step, "",
-         file.string() + " (requested by " + save.reasons + ")");
+         file.string() + " (requested by " + save.reasons + ")", save.taken);
   } catch (const std::exception& e) {
     checkpoint_failed(save.checkpoint.global_step, save.reasons, e.what());
   } catch (...) {

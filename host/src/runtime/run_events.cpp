@@ -23,10 +23,10 @@ const char* run_event_kind_name(RunEvent::Kind kind) {
 }
 
 void Runtime::Impl::emit(RunEvent::Kind kind, int64_t global_step, std::string hook,
-                         std::string text) {
+                         std::string text, std::chrono::system_clock::time_point at) {
   if (!options.on_event) return;
   try {
-    options.on_event(RunEvent{kind, global_step, std::move(hook), std::move(text)});
+    options.on_event(RunEvent{kind, global_step, std::move(hook), std::move(text), at});
   } catch (const std::exception& e) {
     log->warn("the run record missed a '{}' event: {}", run_event_kind_name(kind), e.what());
   } catch (...) {

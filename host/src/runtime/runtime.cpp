@@ -126,6 +126,11 @@ std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const
   return out;
 }
 
+void Runtime::Impl::place(std::unique_ptr<Slot> slot) {
+  engine.add(std::move(slot));
+  if (started) engine.attach_added(creation);
+}
+
 void Runtime::Impl::check_can_add(const HookSettings& settings) const {
   if (started && !in_change)
     throw std::logic_error("add_hook after start(), outside a change (at_next_boundary)");
@@ -263,8 +268,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   slot->direct_before_run = hook->before_run;
   slot->direct_after_run = hook->after_run;
   if (!extension_problem.empty()) m.log->warn("{}: {}", where, extension_problem);
-  m.engine.add(std::move(slot));
-  if (m.started) m.engine.attach_added(m.creation);
+  m.place(std::move(slot));
 }
 
 void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings) {
@@ -273,8 +277,7 @@ void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings
   slot->services = impl_->make_services(settings, hook->plugin_id(), 1);
   slot->settings = std::move(settings);
   slot->dispatch = std::move(hook);
-  impl_->engine.add(std::move(slot));
-  if (impl_->started) impl_->engine.attach_added(impl_->creation);
+  impl_->place(std::move(slot));
 }
 
 void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, HookSettings settings,
@@ -306,8 +309,7 @@ void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, Hoo
   slot->settings = std::move(settings);
   slot->services = std::move(services);
   slot->dispatch = std::move(dispatch);
-  m.engine.add(std::move(slot));
-  if (m.started) m.engine.attach_added(m.creation);
+  m.place(std::move(slot));
 }
 
 bool Runtime::start() {

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -111,6 +112,9 @@ struct Runtime::Impl {
                                               const std::string& plugin_id, uint32_t state_version);
   // Checked before a plugin instance is created, so a refused hook is never created at all.
   void check_can_add(const HookSettings& settings) const;
+  // A new hook joins: added before start(); inside a change, also attached (begin and
+  // after_create_session with the live step).
+  void place(std::unique_ptr<Slot> slot);
   std::map<std::string, SavedHookState> collect_hook_states() const;
 
   // checkpoints.cpp: a request is recorded at once [thread-safe] and carried out at the next
@@ -135,7 +139,8 @@ struct Runtime::Impl {
 
   // run_events.cpp: tells options.on_event (nothing when it is empty); what it throws is logged.
   // [thread-safe] as on_event is.
-  void emit(RunEvent::Kind kind, int64_t global_step, std::string hook, std::string text);
+  void emit(RunEvent::Kind kind, int64_t global_step, std::string hook, std::string text,
+            std::chrono::system_clock::time_point at = std::chrono::system_clock::now());
   // Connects the job's state and the engine to emit(); once, in the constructor.
   void connect_run_events();
 };

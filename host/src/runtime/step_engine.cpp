@@ -373,6 +373,11 @@ void StepEngine::deliver_end(JobResult& result) {
       } else if (++slot.restarts; slot.dispatch->restart(&why)) {
         slot.runner_lost = false;
         log_->info("hook '{}' restarted with its last saved state to receive end()", name);
+        if (event_sink_)
+          event_sink_(RunEvent::Kind::restart, job.global_step, name,
+                      "restarted with its last saved state to receive end() (" +
+                          std::to_string(slot.restarts) +
+                          " of max_restarts = " + std::to_string(slot.settings.max_restarts) + ")");
       } else {
         log_->error("hook '{}' gets no end(): {}", name, why);
       }
@@ -442,7 +447,7 @@ void StepEngine::after_calls_timed(const hh_run_context& ctx, const TensorMap& v
 // ---- live changes (hookhost ctl), at a step boundary
 // ---------------------------------------------
 
-bool StepEngine::attach_added(int creation) {
+void StepEngine::attach_added(int creation) {
   Slot& slot = *slots_.back();
   {
     std::lock_guard lock(slots_mutex_);
@@ -462,7 +467,7 @@ bool StepEngine::attach_added(int creation) {
     CallResult r = call(slot, Callback::begin, [&] { return slot.dispatch->begin(); });
     handle_result(slot, Callback::begin, r, step);
   }
-  if (!active(slot) || job_.failed()) return false;
+  if (!active(slot) || job_.failed()) return;
   hh_session_info info{};
   info.struct_size = HH_SESSION_INFO_SIZE;
   info.global_step = step;
@@ -473,7 +478,6 @@ bool StepEngine::attach_added(int creation) {
                         [&] { return slot.dispatch->after_create_session(info); });
     handle_result(slot, Callback::after_create_session, r, step);
   }
-  return active(slot) && !job_.failed();
 }
 
 bool StepEngine::detach(const std::string& instance_name, const std::string& reason,

@@ -83,9 +83,9 @@ class StepEngine {
 
   // --- live changes, at a step boundary after start() (live_hooks.cpp) ---
   // The slot added last joins the running job: placed by its order among the others, then begin
-  // and after_create_session (session `creation`, the live step). False when either call failed
-  // it (its policy then applies, as at start: it is disabled, or the job stops or fails).
-  bool attach_added(int creation);
+  // and after_create_session (session `creation`, the live step). A call that fails it is handled
+  // by its policy, as at start: it is disabled, or the job stops or fails.
+  void attach_added(int creation);
   // Ends one hook (end() with outcome detached, reason "detached: REASON"; stopped by the host for
   // a plugin built before ABI 1.6; failed for a disabled hook; none when its runner is gone) and
   // destroys it; its slot stays for the job's report, marked detached, and its name may be used

@@ -5,6 +5,7 @@
 // policy: docs/checkpoint-format.md.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -20,6 +21,7 @@ namespace hookhost {
 struct CheckpointSave {
   Checkpoint checkpoint;
   std::string reasons;  // who asked, for the log line
+  std::chrono::system_clock::time_point taken = std::chrono::system_clock::now();
 };
 
 class CheckpointWriter {

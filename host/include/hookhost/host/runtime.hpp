@@ -213,6 +213,9 @@ struct RunEvent {
   int64_t global_step = 0;
   std::string hook;  // the instance, or "" for the job
   std::string text;  // human-readable: the reason, the checkpoint file, ...
+  // When it happened: when the event is made, but a checkpoint's is when it was taken at its
+  // boundary (it is reported once the background write is done).
+  std::chrono::system_clock::time_point at = std::chrono::system_clock::now();
 };
 const char* run_event_kind_name(RunEvent::Kind kind);
 
