@@ -311,6 +311,49 @@ TEST_F(LiveControlTest, DetachingASandboxedHookStuckInACallKillsItsRunner) {
                     Not(HasSubstr("restarted"))));
 }
 
+// The same for an observer stuck behind the step, in its worker: the detach waits at the boundary
+// for the worker's queue, and the stuck call there is ended by killing the hook's runner.
+TEST_F(LiveControlTest, DetachingASandboxedObserverStuckBehindTheStepKillsItsRunner) {
+  auto job =
+      start(slow_job("[hook.behind]\nplugin = scripted\nisolation = process\n"
+                     "mode = observe\non_crash = restart\ntrace = " +
+                     trace().string() + "\nafter_run_sleep_ms = 600000\n"));
+  ASSERT_TRUE(wait_until([&] { return count_lines("behind before_run") >= 1; }));
+  const ProcessResult detached = ctl({"detach", "behind"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  EXPECT_THAT(detached.out,
+              AllOf(HasSubstr("detached hook 'behind' at global step"),
+                    HasSubstr("its runner was killed in the call it was stuck in: it had no end")));
+  const int64_t off = step_in(detached.out);
+  ASSERT_TRUE(wait_until([&] { return step_in(ctl({"status"}).out) > off + 5; }));
+  EXPECT_EQ(count_lines("behind after_run"), 0u);
+  EXPECT_EQ(count_lines("behind end"), 0u);
+  EXPECT_EQ(count_lines("behind begin"), 1u);
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.err, AllOf(HasSubstr("its after_run at global step 0 was ended"),
+                              Not(HasSubstr("on_crash=restart"))));
+}
+
+// A runner that other hooks share (an isolation group) is not killed for one of them: the detach
+// waits for the call to return, and the hook then gets its end as usual.
+TEST_F(LiveControlTest, DetachingAHookStuckInAGroupsRunnerWaitsForTheCall) {
+  auto job =
+      start(slow_job("[hook.stuck]\nplugin = scripted\nisolation = process\n"
+                     "isolation_group = shared\ntrace = " +
+                     trace().string() + "\nblock_in_before_secs = 3\n"));
+  const ProcessResult detached = ctl({"detach", "stuck"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  EXPECT_THAT(detached.out, HasSubstr("it had its end (outcome detached"));
+  const std::vector<std::string> lines = trace_lines("stuck ");
+  ASSERT_GE(lines.size(), 5u);
+  EXPECT_THAT(lines[3], HasSubstr("stuck after_run gs=0 "));  // the call was not cut short
+  EXPECT_THAT(lines[lines.size() - 2], HasSubstr("stuck end outcome=detached"));
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.err, Not(HasSubstr("was killed by the host")));
+}
+
 // A run directory whose path is longer than a socket address holds (108 bytes), and a hook name
 // far past any small-string buffer: the socket is reached through the open folder.
 TEST_F(LiveControlTest, ALongRunDirectoryAndALongHookNameAreServed) {
