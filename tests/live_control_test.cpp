@@ -408,6 +408,8 @@ TEST_F(LiveControlTest, AnAttachedSandboxedHookIsRestartedWithItsStateAfterItsRu
   ASSERT_TRUE(std::regex_search(begins[1], m, std::regex("state=after_runs=(\\d+)"))) << begins[1];
   EXPECT_GE(std::stoll(m[1]), 100);  // its count up to the kill, not from zero
   ASSERT_TRUE(wait_until([&] { return count_lines("boxed after_run") > 160; }));
+  EXPECT_THAT(ctl({"status"}).out,
+              HasSubstr("running, its runner was restarted 1 time (max_restarts = 3)"));
   const ProcessResult done = stop(*job);
   EXPECT_EQ(done.exit_code, 0) << done.err;
   EXPECT_THAT(done.err, HasSubstr("restarted with its last saved state"));

@@ -440,6 +440,10 @@ Reply LiveControl::status(bool quick) {
       std::string state = r.detached   ? "detached (" + r.detach_reason + ")"
                           : r.disabled ? "disabled: " + r.failure
                                        : "running";
+      if (r.restarts > 0)
+        state += ", its runner was restarted " + std::to_string(r.restarts) +
+                 (r.restarts == 1 ? " time" : " times") +
+                 " (max_restarts = " + std::to_string(r.max_restarts) + ")";
       bool first = true;
       for (const char* cb : {"begin", "after_create_session", "before_run", "after_run", "end"}) {
         auto it = r.callbacks.find(cb);

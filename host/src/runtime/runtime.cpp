@@ -535,6 +535,8 @@ std::vector<HookReport> Runtime::reports() const {
     r.failure = sp->failure;
     r.detached = sp->detached;
     r.detach_reason = sp->detach_reason;
+    r.restarts = sp->restarts;
+    r.max_restarts = sp->settings.max_restarts;
     for (size_t i = 0; i < kCallbackNames.size(); ++i)
       r.callbacks[kCallbackNames[i]] = sp->stats_of(static_cast<Callback>(i));
     if (sp->lane) {

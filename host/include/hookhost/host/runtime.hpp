@@ -192,6 +192,9 @@ struct HookReport {
   // Taken off the running job (Runtime::detach_hook), and why.
   bool detached = false;
   std::string detach_reason;
+  // Its runner process was started again after it was lost (on_crash = restart), and the limit.
+  uint32_t restarts = 0;
+  uint32_t max_restarts = 0;
 };
 
 // Something that happened to the job, for its run record.
