@@ -131,6 +131,15 @@ TEST_F(LiveControlTest, AnAttachedHookBeginsAtTheBoundaryAndRunsFromTheNextStepT
                               HasSubstr("hookhost ctl: detached hook 'rec'")));
   const std::string record = read_file(run_dir() / "run-record.jsonl");
   EXPECT_THAT(record, AllOf(HasSubstr("\"attach\""), HasSubstr("\"detach\"")));
+  // The report's timeline shows both, in the order they happened.
+  const std::string report = read_file(run_dir() / "report.html");
+  const size_t attach_row = report.find("<tr class=\"kind-attach\">");
+  const size_t detach_row = report.find("<tr class=\"kind-detach\">");
+  ASSERT_NE(attach_row, std::string::npos);
+  ASSERT_NE(detach_row, std::string::npos);
+  EXPECT_LT(attach_row, detach_row);
+  EXPECT_THAT(report.substr(detach_row, report.find("</tr>", detach_row) - detach_row),
+              AllOf(HasSubstr("rec"), HasSubstr("outcome detached")));
   EXPECT_FALSE(fs::exists(run_dir() / "control.sock"));  // removed with the job
   const ProcessResult late = ctl({"status"});
   EXPECT_EQ(late.exit_code, 1);
