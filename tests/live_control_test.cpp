@@ -363,6 +363,60 @@ TEST_F(LiveControlTest, DetachingAHookStuckInAGroupsRunnerWaitsForTheCall) {
   EXPECT_THAT(done.err, Not(HasSubstr("was killed by the host")));
 }
 
+// docs/operations.md's ctl session, as written: each request of its first example is sent to a
+// running job (its run directory in place of runs/demo), and each answer's first line reads as
+// the page shows it, numbers aside. The attached logging_tensor logs the loss.
+TEST_F(LiveControlTest, TheOperationsPageSessionRunsAsWritten) {
+  const std::string page = read_file(fs::path(HOOKHOST_SOURCE_DIR) / "docs" / "operations.md");
+  const size_t at = page.find("```\n$ hookhost ctl runs/demo ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string block = page.substr(at + 4, page.find("```", at + 4) - at - 4);
+  std::vector<std::pair<std::string, std::string>> session;  // request, first line of the answer
+  for (const std::string& line : lines_of(block)) {
+    if (line.starts_with("$ hookhost ctl runs/demo "))
+      session.emplace_back(line.substr(std::strlen("$ hookhost ctl runs/demo ")), "");
+    else if (!session.empty() && session.back().second.empty())
+      session.back().second = line;
+  }
+  ASSERT_GE(session.size(), 6u);
+  auto job = start(slow_job());
+  const std::string dir = run_dir().string();
+  for (const auto& [request, answer] : session) {
+    std::vector<std::string> words;  // split as a shell would: "..." is one word
+    std::smatch m;
+    const std::regex word("\"([^\"]*)\"|(\\S+)");
+    for (auto it = request.cbegin(); std::regex_search(it, request.cend(), m, word);
+         it = m.suffix().first)
+      words.push_back(m[1].matched ? m[1].str() : m[2].str());
+    // The page's answer with its numbers, times and paths as patterns.
+    const std::string page_answer = std::regex_replace(answer, std::regex("runs/demo"), dir);
+    std::string pattern;
+    for (size_t i = 0; i < page_answer.size(); ++i) {
+      const char c = page_answer[i];
+      const bool in_number =
+          std::isdigit(static_cast<unsigned char>(c)) ||
+          ((c == '.' || c == ':') && pattern.ends_with("[0-9.:]+") && i + 1 < page_answer.size() &&
+           std::isdigit(static_cast<unsigned char>(page_answer[i + 1])));
+      if (in_number) {
+        if (!pattern.ends_with("[0-9.:]+")) pattern += "[0-9.:]+";
+      } else if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) {
+        pattern += std::string("\\") + c;
+      } else {
+        pattern += c;
+      }
+    }
+    const ProcessResult reply = ctl(words);
+    ASSERT_EQ(reply.exit_code, 0) << request << "\n" << reply.err;
+    const std::string first = reply.out.substr(0, reply.out.find('\n'));
+    EXPECT_TRUE(std::regex_match(first, std::regex(pattern)))
+        << request << "\n  page: " << answer << "\n  got:  " << first;
+  }
+  const ProcessResult done = job->wait();
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.out, HasSubstr("job stopped (hookhost ctl: enough for today)"));
+  EXPECT_THAT(done.err, AllOf(HasSubstr("[loss_log] [info]"), HasSubstr("loss = ")));
+}
+
 // A run directory whose path is longer than a socket address holds (108 bytes), and a hook name
 // far past any small-string buffer: the socket is reached through the open folder.
 TEST_F(LiveControlTest, ALongRunDirectoryAndALongHookNameAreServed) {
