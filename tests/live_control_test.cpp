@@ -274,6 +274,7 @@ TEST_F(LiveControlTest, StatusAnswersWhileASandboxedHookHangsAndSaysWhere) {
 TEST_F(LiveControlTest, DetachingAHookStuckInACallTakesEffectWhenTheCallReturns) {
   auto job = start(slow_job("[hook.stuck]\nplugin = scripted\ntrace = " + trace().string() +
                             "\nblock_in_before_secs = 3\n"));
+  ASSERT_TRUE(wait_until([&] { return count_lines("stuck before_run") >= 1; }));  // now blocked
   const ProcessResult detached = ctl({"detach", "stuck"});
   ASSERT_EQ(detached.exit_code, 0) << detached.err;
   EXPECT_THAT(detached.out, HasSubstr("detached hook 'stuck'"));
@@ -295,6 +296,7 @@ TEST_F(LiveControlTest, DetachingASandboxedHookStuckInACallKillsItsRunner) {
       start(slow_job("[hook.stuck]\nplugin = scripted\nisolation = process\n"
                      "on_crash = restart\ntrace = " +
                      trace().string() + "\nblock_in_before_secs = 600\n"));
+  ASSERT_TRUE(wait_until([&] { return count_lines("stuck before_run") >= 1; }));  // now blocked
   ASSERT_THAT(ctl({"status"}).out, HasSubstr("running: hook 'stuck'"));
   const ProcessResult detached = ctl({"detach", "stuck"});
   ASSERT_EQ(detached.exit_code, 0) << detached.err;
@@ -351,6 +353,7 @@ TEST_F(LiveControlTest, DetachingAHookStuckInAGroupsRunnerWaitsForTheCall) {
       start(slow_job("[hook.stuck]\nplugin = scripted\nisolation = process\n"
                      "isolation_group = shared\ntrace = " +
                      trace().string() + "\nblock_in_before_secs = 3\n"));
+  ASSERT_TRUE(wait_until([&] { return count_lines("stuck before_run") >= 1; }));  // now blocked
   const ProcessResult detached = ctl({"detach", "stuck"});
   ASSERT_EQ(detached.exit_code, 0) << detached.err;
   EXPECT_THAT(detached.out, HasSubstr("it had its end (outcome detached"));
