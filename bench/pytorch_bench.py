@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-bench")
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 sys.path.insert(0, os.path.join(BUILD, "python"))
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

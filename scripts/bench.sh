@@ -18,28 +18,32 @@ repetitions=${HOOKHOST_BENCH_REPETITIONS:-3}
 
 scripts/install-deps.sh
 echo "== building the benchmarks (Release) =="
-scripts/build.sh build-bench -DCMAKE_BUILD_TYPE=Release -DHOOKHOST_SANITIZE=OFF \
-  -DHOOKHOST_BUILD_BENCH=ON -DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_EXAMPLES=OFF
+# The one Release build the test command and scripts/demo.sh use too (build/): after either, only
+# what is missing is built. A new folder leaves the tests out.
+parts=()
+[ -f build/CMakeCache.txt ] || parts=(-DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_EXAMPLES=OFF)
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DHOOKHOST_SANITIZE=OFF -DHOOKHOST_BUILD_BENCH=ON \
+  "${parts[@]}"
 
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 for bench in "${selected[@]}"; do
   echo "== $bench =="
   if [ "$bench" = pytorch_bench ]; then  # the Python package around a PyTorch loop
-    if ls build-bench/python/hookhost/_host.*.so >/dev/null 2>&1; then
+    if ls build/python/hookhost/_host.*.so >/dev/null 2>&1; then
       HOOKHOST_BENCH_REPETITIONS=$repetitions PYTHONDONTWRITEBYTECODE=1 \
-        /usr/bin/python3 bench/pytorch_bench.py build-bench 2>"$results/$bench.log" |
+        /usr/bin/python3 bench/pytorch_bench.py build 2>"$results/$bench.log" |
         tee "$results/$bench.txt" || { tail -n 20 "$results/$bench.log" >&2; exit 1; }
     else
       echo "$bench: the Python package was not built" | tee "$results/$bench.txt"
     fi
     continue
   fi
-  if [ ! -x "build-bench/bin/$bench" ]; then  # python_bench exists only where python_hook is built
+  if [ ! -x "build/bin/$bench" ]; then  # python_bench exists only where python_hook is built
     echo "$bench was not built" | tee "$results/$bench.txt"
     continue
   fi
-  "build-bench/bin/$bench" --benchmark_repetitions="$repetitions" \
+  "build/bin/$bench" --benchmark_repetitions="$repetitions" \
     --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 | tee "$results/$bench.txt"
 done
 

@@ -6,8 +6,11 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 echo "== building (first time: a few minutes) =="
-scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOOKHOST_BUILD_TESTS=OFF \
-  -DHOOKHOST_BUILD_BENCH=OFF
+# The test command's configuration (Release), so either command after the other reuses the build;
+# a new folder leaves the tests and benchmarks out.
+parts=()
+[ -f build/CMakeCache.txt ] || parts=(-DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_BENCH=OFF)
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DHOOKHOST_SANITIZE=OFF "${parts[@]}"
 
 echo "== hookhost run --config examples/demo.ini =="
 rm -rf runs/demo  # the demo starts over each time; real jobs resume from their checkpoints

@@ -12,7 +12,8 @@ build=build-fuzz
 
 generator=()
 [ -f "$build/CMakeCache.txt" ] || generator=(-G Ninja)
-cmake -S tests/fuzz -B "$build" "${generator[@]}" -DCMAKE_CXX_COMPILER=clang++ \
+source scripts/ccache.sh
+cmake -S tests/fuzz -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$jobs"
 

@@ -1,46 +1,67 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, runs the whole suite, builds once more with
-# Unix Makefiles in Release with the benchmarks (the plain-CMake default generator, and
-# scripts/bench.sh's configuration), runs each fuzzer for a short bounded time,
-# then builds and runs the suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
-#   scripts/test.sh            everything
-#   HOOKHOST_SKIP_SANITIZE=1 scripts/test.sh   no sanitizer pass (for a quick local check)
-#   HOOKHOST_FUZZ_SECONDS=N scripts/test.sh    run each fuzzer N seconds (default 30)
+# The test command: installs what is missing, makes the one Release build (program, plugins, tests,
+# benchmarks, examples; the plain-CMake default generator) and runs the whole suite on it, checks
+# the installed package as a third-party author uses it, runs each fuzzer for a short bounded
+# time, then builds and runs the suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Ends with the wall time of each phase.
+#   scripts/test.sh                             everything
+#   HOOKHOST_SKIP_SANITIZE=1 scripts/test.sh    no sanitizer pass (for a quick local check)
+#   HOOKHOST_FUZZ_SECONDS=N scripts/test.sh     run each fuzzer N seconds (default 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
+phases=()
+phase_start=$(date +%s)
+total_start=$phase_start
+# Closes the running phase (its name in $1) and records its wall time.
+phase_done() {
+  local now
+  now=$(date +%s)
+  phases+=("$(printf '%-58s %4ds' "$1" $((now - phase_start)))")
+  phase_start=$now
+}
+
 scripts/install-deps.sh
+phase_done "install what is missing"
 
-# Every option the suite needs is forced: `build/` may have been configured by scripts/demo.sh
-# (tests off) or by hand.
-all_parts=(-DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_BENCH=ON -DHOOKHOST_BUILD_EXAMPLES=ON)
+# One configuration serves the suite, scripts/demo.sh and scripts/bench.sh: Release (-O3, the
+# optimiser's warnings under -Werror), no debug info nobody reads, and the generator plain
+# `cmake -S . -B build` picks. Every option the suite needs is forced: `build/` may have been
+# configured by scripts/demo.sh or scripts/bench.sh (tests off) or by hand.
+echo "== build (Release: program, plugins, tests, benchmarks, examples) =="
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DHOOKHOST_SANITIZE=OFF \
+  -DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_BENCH=ON -DHOOKHOST_BUILD_EXAMPLES=ON
+build/bin/hookhost plugins list >/dev/null
+phase_done "build (Release, tests, benchmarks, examples)"
 
-echo "== normal build =="
-scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOOKHOST_SANITIZE=OFF "${all_parts[@]}"
+echo "== the suite =="
 ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
+phase_done "the suite ($(ctest --test-dir build -N | sed -n 's/^Total Tests: //p') tests)"
 
 echo "== the installed package, as a third-party author uses it =="
 scripts/install-check.sh build
-
-# The Release -O3 -Werror configuration of scripts/bench.sh, built with the plain-CMake default
-# generator: GCC's optimiser warns about things the RelWithDebInfo build never sees, and
-# scripts/bench.sh must build from a fresh clone.
-echo "== Unix Makefiles Release build (program, plugins and benchmarks; build only) =="
-HOOKHOST_GENERATOR="Unix Makefiles" scripts/build.sh build-make -DCMAKE_BUILD_TYPE=Release \
-  -DHOOKHOST_SANITIZE=OFF -DHOOKHOST_BUILD_TESTS=OFF -DHOOKHOST_BUILD_BENCH=ON \
-  -DHOOKHOST_BUILD_EXAMPLES=OFF
-build-make/bin/hookhost plugins list >/dev/null
+phase_done "the installed package (install-check.sh)"
 
 echo "== fuzzers (clang, libFuzzer, ${HOOKHOST_FUZZ_SECONDS:-30}s each) =="
 scripts/fuzz.sh "${HOOKHOST_FUZZ_SECONDS:-30}"
+phase_done "fuzzers (build and ${HOOKHOST_FUZZ_SECONDS:-30}s each)"
 
 if [ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ]; then
+  # Line tables only (-g1): enough for the sanitizers' reports to name file:line.
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
   scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON \
+    -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_EXAMPLES=ON -DHOOKHOST_BUILD_BENCH=OFF
+  phase_done "build (Debug, ASan + UBSan)"
+  echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs"
+  phase_done "the suite under ASan + UBSan ($(ctest --test-dir build-asan -N | sed -n 's/^Total Tests: //p') tests)"
 fi
+
+echo "== wall time of each phase =="
+printf '%s\n' "${phases[@]}"
+printf '%-58s %4ds\n' "total" $(($(date +%s) - total_start))
 echo "hookhost: all tests passed"
