@@ -1,5 +1,5 @@
-// The compatibility guard: plugins built against each frozen ABI's headers (tests/abi/v1.0/ to
-// v1.5/) run through full lifecycles in today's host, state saved and restored included. The 1.1
+// The compatibility guard: plugins built against each frozen ABI's headers (tests/abi/: 1.0 to
+// 1.6) run through full lifecycles in today's host, state saved and restored included. The 1.1
 // and 1.2 C plugins also fail their begin unless hh.job/1 and hh.dist/1 are offered at their 1.1
 // sizes; the 1.2 ones declare needs, which change nothing unconfined.
 #include <gmock/gmock.h>
