@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkgconf binutils ccache
+  g++ cmake ninja-build pkgconf binutils ccache patch
   libboost-dev libboost-program-options-dev
   libspdlog-dev libfmt-dev libelf-dev
   libseccomp-dev
