@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkgconf binutils ccache patch
+  universal-ctags python3
   libboost-dev libboost-program-options-dev
   libspdlog-dev libfmt-dev libelf-dev
   libseccomp-dev

@@ -18,7 +18,7 @@
 
 #include <hookhost/hook.h>
 
-#include "hookhost/host/runtime.hpp"
+#include "hookhost/host/run_events.hpp"
 
 namespace hookhost {
 

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "hookhost/host/hook_dispatch.hpp"
+#include "hookhost/host/callback_names.hpp"
 
 namespace hookhost {
 

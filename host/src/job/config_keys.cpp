@@ -428,8 +428,8 @@ constexpr std::array kKeys = {
     ConfigKey{kHookSection, "sha256", read_sha256},
 };
 
-// kHostHookKeys (public: discovery refuses plugin parameters with these names) is this table's
-// [hook.NAME] keys.
+// kHostHookKeys (hookhost/host/hook_keys.hpp: discovery refuses plugin parameters with these
+// names) is this table's [hook.NAME] keys.
 constexpr bool hook_keys_match() {
   std::size_t hook_keys = 0;
   for (const ConfigKey& key : kKeys) {

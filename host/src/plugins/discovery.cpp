@@ -9,7 +9,7 @@
 #include <system_error>
 #include <utility>
 
-#include "hookhost/host/config.hpp"
+#include "hookhost/host/hook_keys.hpp"
 #include "support/display_text.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/imports.hpp"

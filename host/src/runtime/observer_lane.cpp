@@ -110,16 +110,7 @@ bool ObserverLane::push(ObservedStep&& step, const std::function<void()>& settle
       count_skip();
       return false;
     }
-    if (halted_) {
-      lock.unlock();
-      settle();
-      lock.lock();
-      continue;
-    }
-    if (w.waiting_) w.work_ready_.notify_one();
-    producer_waiting_ = true;
-    w.changed_.wait(lock);
-    producer_waiting_ = false;
+    wait_for_worker(lock, settle);
   }
   if (stopped_ || quit_) return true;  // disabled: its steps go nowhere, as any disabled hook's
   step.sequence = w.next_sequence_++;
@@ -134,20 +125,23 @@ bool ObserverLane::push(ObservedStep&& step, const std::function<void()>& settle
 
 void ObserverLane::drain(const std::function<void()>& settle) {
   std::unique_lock lock(mutex_);
-  ObserverWorker& w = *worker_;
-  while (!stopped_ && !quit_ && (busy_ || !queue_.empty())) {
-    if (halted_) {
-      lock.unlock();
-      settle();
-      lock.lock();
-      continue;
-    }
-    if (w.waiting_) w.work_ready_.notify_one();  // not a poll interval later
-    producer_waiting_ = true;
-    w.changed_.wait(lock);
-    producer_waiting_ = false;
-  }
+  while (!stopped_ && !quit_ && (busy_ || !queue_.empty())) wait_for_worker(lock, settle);
   if (stopped_) queue_.clear();
+}
+
+void ObserverLane::wait_for_worker(std::unique_lock<std::mutex>& lock,
+                                   const std::function<void()>& settle) {
+  if (halted_) {
+    lock.unlock();
+    settle();
+    lock.lock();
+    return;
+  }
+  ObserverWorker& w = *worker_;
+  if (w.waiting_) w.work_ready_.notify_one();  // not a poll interval later
+  producer_waiting_ = true;
+  w.changed_.wait(lock);
+  producer_waiting_ = false;
 }
 
 std::vector<ObserverOutcome> ObserverLane::take_outcomes() {

@@ -142,6 +142,9 @@ class ObserverLane {
   friend class ObserverWorker;
   void deliver(ObservedStep& step);
   bool deliverable() const { return !queue_.empty() && !halted_ && !stopped_ && !quit_; }
+  // One turn of push's and drain's wait (training thread, `lock` holding mutex_): a halted lane's
+  // calls are settled without the lock; otherwise the worker is woken and its next change awaited.
+  void wait_for_worker(std::unique_lock<std::mutex>& lock, const std::function<void()>& settle);
   // Both calls in one exchange with the hook's runner (a sandboxed hook).
   void deliver_in_one_exchange(ObservedStep& step, ObservedExchange& exchange, bool wants_before);
   // What a before_run returned, with the request it made: false when after_run must not follow.

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "runtime/step_engine.hpp"
-#include "services/service.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 namespace {

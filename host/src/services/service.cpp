@@ -2,8 +2,6 @@
 // refused or failed call.
 #include "service.hpp"
 
-#include <cstring>
-
 #include <spdlog/spdlog.h>
 
 #include "context/host_services.hpp"
@@ -11,12 +9,6 @@
 #include "services.hpp"
 
 namespace hookhost {
-
-std::string bounded_text(const char* text, std::size_t max) {
-  if (!text) return {};
-  const std::size_t n = ::strnlen(text, max + 1);
-  return n > max ? std::string(text, max) + "..." : std::string(text, n);
-}
 
 namespace service_detail {
 

@@ -154,7 +154,4 @@ auto in_process_table() {
 // none for a host this library did not make.
 std::vector<std::string> embedder_service_ids(const hh_host& host);
 
-// Text a plugin handed over, for the log: cut at `max` bytes (marked "...").
-std::string bounded_text(const char* text, std::size_t max);
-
 }  // namespace hookhost

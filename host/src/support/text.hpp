@@ -58,4 +58,12 @@ inline void copy_cut(std::string_view text, char* out, std::size_t capacity) {
   out[n] = '\0';
 }
 
+// Text a plugin handed over (a C string, possibly unterminated within reach), for a message or the
+// log: cut at `max` bytes (marked "..."); "" for null.
+inline std::string bounded_text(const char* text, std::size_t max) {
+  if (!text) return {};
+  const std::size_t n = ::strnlen(text, max + 1);
+  return n > max ? std::string(text, max) + "..." : std::string(text, n);
+}
+
 }  // namespace hookhost

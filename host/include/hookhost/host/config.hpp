@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hook_keys.hpp"
 #include "params.hpp"
 #include "runtime.hpp"
 
@@ -123,21 +124,6 @@ struct JobConfig {
   std::string where(const HookConfig& hook, const std::string& key = {}) const;
   std::string where_workload(const std::string& key) const;
 };
-
-// The keys the host takes in every [hook.NAME] section; any other key is a plugin parameter. A
-// plugin that declares a parameter with one of these names is refused at discovery.
-inline constexpr std::array<std::string_view, 22> kHostHookKeys = {
-    "plugin",           "enabled",         "order",           "on_error",
-    "isolation",        "call_timeout_ms", "memory_limit_mb", "on_crash",
-    "max_restarts",     "isolation_group", "ranks",           "sha256",
-    "log_level",        "confine",         "allow_read",      "allow_write",
-    "allow_network",    "allow_processes", "limit_cpu_secs",  "limit_file_mb",
-    "limit_open_files", "limit_processes"};
-inline bool is_host_hook_key(std::string_view key) {
-  for (std::string_view host_key : kHostHookKeys)
-    if (key == host_key) return true;
-  return false;
-}
 
 // The largest config file read; anything bigger is refused (it is not a job file).
 inline constexpr std::size_t kMaxConfigBytes = 1024 * 1024;

@@ -15,13 +15,9 @@
 #include <hookhost/entry.h>
 #include <hookhost/sdk/callback.hpp>  // hookhost::Callback, shared with the SDK
 
-namespace hookhost {
+#include "callback_names.hpp"
 
-inline constexpr std::array<const char*, 5> kCallbackNames = {"begin", "after_create_session",
-                                                              "before_run", "after_run", "end"};
-inline const char* name_of(Callback cb) {
-  return kCallbackNames[static_cast<size_t>(cb)];
-}
+namespace hookhost {
 
 struct CallResult {
   hh_status status = HH_OK;  // only the four defined codes: an unknown one arrives as HH_ERROR

@@ -22,6 +22,7 @@
 #include "latency_histogram.hpp"
 #include "loader.hpp"
 #include "params.hpp"
+#include "run_events.hpp"
 #include "session.hpp"
 
 namespace spdlog {
@@ -197,29 +198,7 @@ struct HookReport {
   uint32_t max_restarts = 0;
 };
 
-// Something that happened to the job, for its run record.
-struct RunEvent {
-  enum class Kind {
-    start,
-    resume,
-    checkpoint,
-    stop,
-    failure,
-    disable,
-    restart,
-    attach,
-    detach,
-    set,
-    end
-  };
-  Kind kind = Kind::start;
-  int64_t global_step = 0;
-  std::string hook;  // the instance, or "" for the job
-  std::string text;  // human-readable: the reason, the checkpoint file, ...
-  // When it happened: when the event is made, but a checkpoint's is when it was taken at its
-  // boundary (it is reported once the background write is done).
-  std::chrono::system_clock::time_point at = std::chrono::system_clock::now();
-};
+// The run record's name of an event's kind (RunEvent, run_events.hpp): "start", "checkpoint", ...
 const char* run_event_kind_name(RunEvent::Kind kind);
 
 struct RuntimeOptions {
@@ -269,11 +248,6 @@ struct RuntimeOptions {
   // restarted, the end), for its run record. Must not call back into the runtime; what it throws
   // is logged. May be called from the training thread and the checkpoint writer's thread.
   std::function<void(const RunEvent&)> on_event;
-};
-
-struct WrittenCheckpoint {
-  std::filesystem::path file;
-  int64_t global_step = 0;
 };
 
 class Runtime {
