@@ -1,7 +1,7 @@
 // The Runtime: adding hooks, start, the step loop (before_run, session run, after_run, the step
 // boundary), recovery, close and the reports. The calls into the hooks are the StepEngine's
 // (step_engine.cpp), checkpoints are in checkpoints.cpp, a distributed job's agreement in
-// step_boundary.cpp.
+// step_agreement.cpp.
 #include "hookhost/host/runtime.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>

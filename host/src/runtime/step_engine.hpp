@@ -81,7 +81,8 @@ class StepEngine {
   const std::vector<std::unique_ptr<Slot>>& slots() const { return slots_; }
   bool started() const { return started_; }
 
-  // --- live changes, at a step boundary after start() (live_hooks.cpp) ---
+  // --- live changes, at a step boundary after start() (step_engine.cpp; the Runtime posts and
+  // runs them in live_changes.cpp) ---
   // The slot added last joins the running job: placed by its order among the others, then begin
   // and after_create_session (session `creation`, the live step). A call that fails it is handled
   // by its policy, as at start: it is disabled, or the job stops or fails.
