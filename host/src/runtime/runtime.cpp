@@ -132,7 +132,7 @@ void Runtime::Impl::place(std::unique_ptr<Slot> slot) {
 }
 
 void Runtime::Impl::check_can_add(const HookSettings& settings) const {
-  if (started && !in_change)
+  if (started && !changes.running())
     throw std::logic_error("add_hook after start(), outside a change (at_next_boundary)");
   engine.check_unique(settings.instance_name);
   if (!settings.observer.enabled) return;
@@ -471,10 +471,7 @@ JobResult Runtime::close() {
   Impl& m = *impl_;
   if (m.closed) return m.result;
   EntryGuard guard(m.in_call, "close()");
-  {
-    std::lock_guard lock(m.changes_mutex);
-    m.closing = true;
-  }
+  m.changes.close();
   m.run_changes();  // every change posted gets its answer
   m.engine.deliver_end(m.result);
   m.result.steps_run = m.steps_run;
