@@ -213,11 +213,11 @@ class StepEngine {
 
   // A slot gets no more calls but end(); the step's slot list is rebuilt before the next step.
   void disable(Slot& slot) {
-    slot.disabled = true;
+    slot.calls.disable();
     step_slots_stale_ = true;
     if (event_sink_)
-      event_sink_(RunEvent::Kind::disable, job_.global_step(), slot.settings.instance_name,
-                  slot.failure);
+      event_sink_(RunEvent::Kind::disable, job_.global_step(), slot.hook.name(),
+                  slot.health.failure());
   }
   void rebuild_step_slots();
 
