@@ -5,36 +5,18 @@
 namespace hookhost {
 
 bool Runtime::at_next_boundary(std::function<void(Runtime&)> change) {
-  Impl& m = *impl_;
-  std::lock_guard lock(m.changes_mutex);
-  if (m.closing) return false;
-  m.changes.push_back(std::move(change));
-  m.changes_waiting.store(true, std::memory_order_release);
-  return true;
+  return impl_->changes.post(std::move(change));
 }
 
 void Runtime::Impl::run_changes() {
-  std::vector<std::function<void(Runtime&)>> now;
-  {
-    std::lock_guard lock(changes_mutex);
-    now.swap(changes);
-    changes_waiting.store(false, std::memory_order_relaxed);
-  }
-  in_change = true;
-  for (auto& change : now) {
-    try {
-      change(*owner_runtime);
-    } catch (const std::exception& e) {
-      log->error("a change to the running job failed: {}", e.what());
-    }
-  }
-  in_change = false;
+  changes.run(*owner_runtime, *log);
 }
 
 bool Runtime::detach_hook(const std::string& instance_name, const std::string& reason,
                           std::string* message) {
   Impl& m = *impl_;
-  if (!m.in_change) throw std::logic_error("detach_hook outside a change (at_next_boundary)");
+  if (!m.changes.running())
+    throw std::logic_error("detach_hook outside a change (at_next_boundary)");
   return m.engine.detach(instance_name, reason, message);
 }
 
@@ -60,7 +42,8 @@ bool Runtime::interrupt_call(const std::string& instance_name, const std::string
 
 void Runtime::give_state_to(const std::string& instance_name, SavedHookState state) {
   Impl& m = *impl_;
-  if (!m.in_change) throw std::logic_error("give_state_to outside a change (at_next_boundary)");
+  if (!m.changes.running())
+    throw std::logic_error("give_state_to outside a change (at_next_boundary)");
   m.restored_states.insert_or_assign(instance_name, std::move(state));
 }
 
@@ -70,10 +53,7 @@ Runtime::Progress Runtime::progress() const {
   p.global_step = m.job.global_step();
   p.steps_run = m.steps_run_shared.load(std::memory_order_relaxed);
   p.started = m.started_shared.load();
-  {
-    std::lock_guard lock(m.changes_mutex);
-    p.closed = m.closing;
-  }
+  p.closed = m.changes.closed();
   const int64_t workload = m.job.workload_last_step();
   const int64_t published = m.services.steps.published_last_step();
   p.last_step = workload >= 0 && (published < 0 || workload < published) ? workload : published;

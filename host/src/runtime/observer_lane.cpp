@@ -46,9 +46,8 @@ ObserverLane::ObserverLane(Slot& slot, std::shared_ptr<spdlog::logger> log,
       log_(std::move(log)),
       worker_(worker ? std::move(worker) : std::make_shared<ObserverWorker>()),
       mutex_(worker_->mutex_),
-      queue_(slot.settings.observer.queue),
-      exchange_(dynamic_cast<ObservedExchange*>(slot.dispatch.get())) {
-  slot_.worker_running = &running_;
+      queue_(slot.hook.settings().observer.queue),
+      exchange_(dynamic_cast<ObservedExchange*>(&slot.hook.dispatch())) {
   std::lock_guard lock(mutex_);
   worker_->join(this);
 }
@@ -104,9 +103,9 @@ const std::vector<std::string>& ObserverLane::fetches() {
 bool ObserverLane::push(ObservedStep&& step, const std::function<void()>& settle) {
   std::unique_lock lock(mutex_);
   ObserverWorker& w = *worker_;
-  const std::size_t capacity = slot_.settings.observer.queue;
+  const std::size_t capacity = slot_.hook.settings().observer.queue;
   while (!stopped_ && !quit_ && queue_.size() >= capacity) {
-    if (slot_.settings.observer.when_full == ObserverSettings::WhenFull::skip) {
+    if (slot_.hook.settings().observer.when_full == ObserverSettings::WhenFull::skip) {
       count_skip();
       return false;
     }
@@ -199,7 +198,7 @@ void ObserverWorker::work() {
         bool filling = false, slow = true, found_any = false;
         for (const ObserverLane* l : lanes_) {
           const std::size_t found = l->queue_.size();
-          const std::size_t capacity = l->slot_.settings.observer.queue;
+          const std::size_t capacity = l->slot_.hook.settings().observer.queue;
           found_any = found_any || found > 0;
           filling = filling || (capacity > 1 && found * 2 >= capacity);
           slow = slow && found <= 1;
@@ -228,20 +227,20 @@ void ObserverWorker::work() {
     // A step blocked on a full queue wakes when half of it has drained, not at every step: it
     // then queues that many steps without waiting, so a step faster than the observer's calls
     // pays one wake-up per half queue instead of one per step.
-    if (lane->quit_ ||
-        (lane->producer_waiting_ && lane->queue_.size() <= lane->slot_.settings.observer.queue / 2))
+    if (lane->quit_ || (lane->producer_waiting_ &&
+                        lane->queue_.size() <= lane->slot_.hook.settings().observer.queue / 2))
       changed_.notify_all();
   }
 }
 
 void ObserverLane::enter_call(Callback callback, int64_t step, int64_t live_step, int64_t wall_ns) {
   previous_call_ = t_current_call;
-  t_current_call = slot_.services.get();
+  t_current_call = &slot_.hook.services();
   t_observed_step = live_step;
   t_observed_wall_ns = wall_ns;
   running_.set_callback(callback);
   running_.set_step(step);
-  running_.enter(slot_.services.get());
+  running_.enter(&slot_.hook.services());
 }
 
 void ObserverLane::switch_call(Callback callback, int64_t live_step) {
@@ -281,7 +280,7 @@ void ObserverLane::post(Callback callback, CallResult result, int64_t step) {
   const bool failed = !result.ok();
   if (failed && result.runner_lost) {
     halted_ = true;  // the training thread restarts it (or not) at its next boundary
-  } else if (failed && (slot_.settings.on_error != FailurePolicy::keep_going ||
+  } else if (failed && (slot_.hook.settings().on_error != FailurePolicy::keep_going ||
                         result.status == HH_ERROR_FATAL)) {
     stopped_ = true;  // its policy disables it: nothing queued behind this call is delivered
     queue_.clear();
@@ -293,22 +292,22 @@ void ObserverLane::post(Callback callback, CallResult result, int64_t step) {
 
 void ObserverLane::deliver(ObservedStep& step) {
   const int64_t global_step = step.before_ctx.global_step;
-  const bool wants_before = slot_.implements[static_cast<size_t>(Callback::before_run)];
-  const bool wants_after = slot_.implements[static_cast<size_t>(Callback::after_run)];
+  const bool wants_before = slot_.calls.implements(Callback::before_run);
+  const bool wants_after = slot_.calls.implements(Callback::after_run);
   // Queued before the hook said it needs no call before a later step (hh.steps/1 skip_until):
   // dropped here, as the training thread drops the steps after it.
-  if (!step.before_done && slot_.services->skip_until.load(std::memory_order_relaxed) > global_step)
+  if (!step.before_done &&
+      slot_.hook.services().skip_until.load(std::memory_order_relaxed) > global_step)
     return;
   if (wants_after && exchange_) return deliver_in_one_exchange(step, *exchange_, wants_before);
   std::vector<std::string> asked;
   if (step.before_done) {
     asked = std::move(step.asked);
   } else if (wants_before) {
-    slot_.fetches.clear();
-    slot_.request_error.clear();
+    slot_.request.restart_for_call();
     CallResult r =
         call(Callback::before_run, global_step, global_step, step.before_ctx.wall_time_ns,
-             [&] { return slot_.dispatch->before_run(step.before_ctx, slot_.request.c); });
+             [&] { return slot_.hook.dispatch().before_run(step.before_ctx, slot_.request.c()); });
     if (!settle_before_run(r, asked, global_step)) return;
   }
   if (!wants_after || !pick_values(step, asked)) return;
@@ -319,7 +318,7 @@ void ObserverLane::deliver(ObservedStep& step) {
   values.count = static_cast<uint32_t>(views_.size());
   CallResult r =
       call(Callback::after_run, global_step, step.step_after, step.after_ctx.wall_time_ns,
-           [&] { return slot_.dispatch->after_run(step.after_ctx, values); });
+           [&] { return slot_.hook.dispatch().after_run(step.after_ctx, values); });
   if (!r.ok() || r.status == HH_STOP_REQUESTED)
     post(Callback::after_run, std::move(r), global_step);
 }
@@ -327,12 +326,11 @@ void ObserverLane::deliver(ObservedStep& step) {
 bool ObserverLane::settle_before_run(CallResult& r, std::vector<std::string>& asked,
                                      int64_t global_step) {
   // The host's reason for a refused fetch or feed is more precise than the plugin's.
-  if (!slot_.request_error.empty() && !r.runner_lost)
-    r = CallResult{HH_ERROR, 0, slot_.request_error};
-  slot_.request_error.clear();
-  slot_.request_touched = false;
-  asked = std::move(slot_.fetches);
-  slot_.fetches.clear();
+  if (!slot_.request.refusal().empty() && !r.runner_lost)
+    r = CallResult{HH_ERROR, 0, slot_.request.refusal()};
+  slot_.request.clear_refusal();
+  slot_.calls.clear_request_touched();
+  asked = slot_.request.take_fetches();
   if (!r.ok()) {
     post(Callback::before_run, std::move(r), global_step);
     return false;  // a failed before_run: no after_run for this step, as on the step path
@@ -355,7 +353,7 @@ bool ObserverLane::pick_values(const ObservedStep& step, const std::vector<std::
     }
     const Tensor* value = &it->second;
     const hh_device device = value->device();
-    if (device.type != HH_DEVICE_CPU && !slot_.dispatch->accepts_device(device)) {
+    if (device.type != HH_DEVICE_CPU && !slot_.hook.dispatch().accepts_device(device)) {
       if (!value->host_copy()) {
         post(Callback::after_run, CallResult{HH_ERROR, 0, undeclared_device_refusal(name, device)},
              global_step);
@@ -376,7 +374,7 @@ bool ObserverLane::pick_values(const ObservedStep& step, const std::vector<std::
         "asked for before: a name an observer asks for is fetched from its next step on, so "
         "its after_run of global step {} was not called (later such steps are counted in its "
         "report)",
-        slot_.settings.instance_name, missing.front(), global_step, global_step);
+        slot_.hook.name(), missing.front(), global_step, global_step);
   }
   return false;
 }
@@ -390,7 +388,8 @@ void ObserverLane::deliver_in_one_exchange(ObservedStep& step, ObservedExchange&
   // called, and pick_values says why.
   views_.clear();
   for (const auto& [name, value] : step.values)
-    if (value.device().type == HH_DEVICE_CPU || slot_.dispatch->accepts_device(value.device()))
+    if (value.device().type == HH_DEVICE_CPU ||
+        slot_.hook.dispatch().accepts_device(value.device()))
       views_.push_back(value.view(name.c_str()));
     else if (value.host_copy())
       views_.push_back(value.host_copy()->view(name.c_str()));
@@ -402,11 +401,8 @@ void ObserverLane::deliver_in_one_exchange(ObservedStep& step, ObservedExchange&
   calls.values.tensor_stride = sizeof(hh_tensor);
   calls.values.tensors = views_.empty() ? nullptr : views_.data();
   calls.values.count = static_cast<uint32_t>(views_.size());
-  calls.request = &slot_.request.c;
-  if (call_before) {
-    slot_.fetches.clear();
-    slot_.request_error.clear();
-  }
+  calls.request = &slot_.request.c();
+  if (call_before) slot_.request.restart_for_call();
   const Callback first = call_before ? Callback::before_run : Callback::after_run;
   auto t0 = std::chrono::steady_clock::now();
   enter_call(first, global_step, call_before ? global_step : step.step_after,

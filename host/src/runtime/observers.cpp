@@ -20,33 +20,34 @@ void StepEngine::start_observers() {
   // The observers living in one runner (an isolation group) share a worker.
   std::map<const void*, std::shared_ptr<ObserverWorker>> runner_workers;
   for (const auto& sp : slots_)
-    if (sp->settings.observer.enabled) start_observer(*sp, runner_workers);
+    if (sp->hook.is_observer()) start_observer(*sp, runner_workers);
 }
 
 void StepEngine::start_observer(Slot& slot,
                                 std::map<const void*, std::shared_ptr<ObserverWorker>>& shared) {
   std::shared_ptr<ObserverWorker> worker;
-  if (const auto* exchange = dynamic_cast<const ObservedExchange*>(slot.dispatch.get())) {
+  if (const auto* exchange = dynamic_cast<const ObservedExchange*>(&slot.hook.dispatch())) {
     std::shared_ptr<ObserverWorker>& runner_worker = shared[exchange->runner()];
     if (!runner_worker) runner_worker = std::make_shared<ObserverWorker>();
     worker = runner_worker;
   }
-  slot.lane.reset(new ObserverLane(slot, log_, std::move(worker)));
+  auto* lane = new ObserverLane(slot, log_, std::move(worker));
+  slot.observer.attach(lane, lane->running());
   // Without a before_run it asks for nothing, and nothing needs learning on the step.
-  if (!slot.implements[static_cast<size_t>(Callback::before_run)]) slot.lane->fetch_nothing();
+  if (!slot.calls.implements(Callback::before_run)) lane->fetch_nothing();
   observer_slots_.push_back(&slot);
 }
 
 bool StepEngine::first_observed_before_run(Slot& slot) {
   // Its worker may still be delivering steps queued after a failed first before_run: the two
   // calls must not overlap.
-  slot.lane->drain([&] { settle_observer(slot); });
+  slot.observer.lane()->drain([&] { settle_observer(slot); });
   settle_observer(slot);
-  if (slot.disabled) {
-    slot.state = HookState::in_session;
+  if (slot.calls.disabled()) {
+    slot.calls.set_state(HookState::in_session);
     return false;
   }
-  slot.observer_first_pending = true;
+  slot.observer.expect_first_handover();
   return true;
 }
 
@@ -62,14 +63,12 @@ void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const Tenso
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::system_clock::now().time_since_epoch())
           .count();
-  ObserverLane& lane = *slot.lane;
+  ObserverLane& lane = *slot.observer.lane();
   const std::vector<std::string>* names;
-  if (slot.observer_first_pending) {
-    slot.observer_first_pending = false;
-    lane.learn_request(slot.fetches);
+  if (slot.observer.take_first_handover()) {
+    lane.learn_request(slot.request.fetches());
     step.before_done = true;
-    step.asked = std::move(slot.fetches);
-    slot.fetches.clear();
+    step.asked = slot.request.take_fetches();
     names = &step.asked;
   } else {
     names = &lane.step_fetches();  // as before_calls merged them into this step's
@@ -87,22 +86,23 @@ void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const Tenso
     log_->warn(
         "observer '{}' fell behind: global step {} was not queued to it (queue = {} full, policy "
         "= skip); later skipped steps are counted in its report",
-        slot.settings.instance_name, ctx.global_step, slot.settings.observer.queue);
+        slot.hook.name(), ctx.global_step, slot.hook.settings().observer.queue);
 }
 
 void StepEngine::settle_observers() {
   for (Slot* slot : observer_slots_)
-    if (slot->lane->has_outcomes()) settle_observer(*slot);
+    if (slot->observer.lane()->has_outcomes()) settle_observer(*slot);
 }
 
 void StepEngine::settle_observer(Slot& slot) {
-  ObserverLane& lane = *slot.lane;
+  ObserverLane& lane = *slot.observer.lane();
   for (ObserverOutcome& outcome : lane.take_outcomes()) {
-    if (slot.disabled && !outcome.result.ok()) continue;  // a later failure of a disabled hook
+    if (slot.calls.disabled() && !outcome.result.ok())
+      continue;  // a later failure of a disabled hook
     // Run as the hook's call would: a restart replays its lifecycle from here.
     handle_result(slot, outcome.callback, outcome.result, outcome.step);
   }
-  if (slot.disabled)
+  if (slot.calls.disabled())
     lane.stop_delivering();
   else if (lane.halted())
     lane.resume();  // restarted
@@ -110,7 +110,7 @@ void StepEngine::settle_observer(Slot& slot) {
 
 void StepEngine::drain_observers() {
   for (Slot* slot : observer_slots_) {
-    slot->lane->drain([&] { settle_observer(*slot); });
+    slot->observer.lane()->drain([&] { settle_observer(*slot); });
     settle_observer(*slot);
   }
 }

@@ -119,9 +119,10 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& s
 std::map<std::string, SavedHookState> Runtime::Impl::collect_hook_states() const {
   std::map<std::string, SavedHookState> out;
   for (const auto& sp : engine.slots()) {
-    if (sp->detached) continue;  // its name may belong to a newer instance
-    std::lock_guard lock(sp->services->state_mutex);
-    if (sp->services->has_state) out.emplace(sp->settings.instance_name, sp->services->state);
+    if (sp->detach.detached()) continue;  // its name may belong to a newer instance
+    const HostServices& services = sp->hook.services();
+    std::lock_guard lock(services.state_mutex);
+    if (services.has_state) out.emplace(sp->hook.name(), services.state);
   }
   return out;
 }
@@ -132,7 +133,7 @@ void Runtime::Impl::place(std::unique_ptr<Slot> slot) {
 }
 
 void Runtime::Impl::check_can_add(const HookSettings& settings) const {
-  if (started && !in_change)
+  if (started && !changes.running())
     throw std::logic_error("add_hook after start(), outside a change (at_next_boundary)");
   engine.check_unique(settings.instance_name);
   if (!settings.observer.enabled) return;
@@ -257,27 +258,21 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   if (std::string why = create_refusal(status, message, hook != nullptr, hook_size, has_destroy);
       !why.empty())
     refuse(why);
-  auto slot = std::make_unique<Slot>();
-  slot->settings = std::move(settings);
-  slot->plugin = plugin;
-  slot->services = std::move(services);
   std::string extension_problem;
-  slot->dispatch = make_inprocess_dispatch(hook, plugin->metadata().id, plugin->file().string(),
-                                           plugin->metadata().abi_minor, &extension_problem);
-  slot->direct_hook = hook;
-  slot->direct_before_run = hook->before_run;
-  slot->direct_after_run = hook->after_run;
+  auto dispatch = make_inprocess_dispatch(hook, plugin->metadata().id, plugin->file().string(),
+                                          plugin->metadata().abi_minor, &extension_problem);
+  auto slot = std::make_unique<Slot>(
+      HookIdentity(std::move(settings), std::move(services), std::move(dispatch), plugin),
+      DirectStepCalls{hook, hook->before_run, hook->after_run});
   if (!extension_problem.empty()) m.log->warn("{}: {}", where, extension_problem);
   m.place(std::move(slot));
 }
 
 void Runtime::add_hook(std::unique_ptr<HookDispatch> hook, HookSettings settings) {
   impl_->check_can_add(settings);
-  auto slot = std::make_unique<Slot>();
-  slot->services = impl_->make_services(settings, hook->plugin_id(), 1);
-  slot->settings = std::move(settings);
-  slot->dispatch = std::move(hook);
-  impl_->place(std::move(slot));
+  auto services = impl_->make_services(settings, hook->plugin_id(), 1);
+  impl_->place(std::make_unique<Slot>(
+      HookIdentity(std::move(settings), std::move(services), std::move(hook))));
 }
 
 void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, HookSettings settings,
@@ -305,11 +300,8 @@ void Runtime::add_hook(const std::string& plugin_id, uint32_t state_version, Hoo
       services->state.state_version = version;
     services->state_version = version;
   }
-  auto slot = std::make_unique<Slot>();
-  slot->settings = std::move(settings);
-  slot->services = std::move(services);
-  slot->dispatch = std::move(dispatch);
-  m.place(std::move(slot));
+  m.place(std::make_unique<Slot>(
+      HookIdentity(std::move(settings), std::move(services), std::move(dispatch))));
 }
 
 bool Runtime::start() {
@@ -321,12 +313,11 @@ bool Runtime::start() {
   m.engine.start(m.session.fetchable(), m.session.feedable());
   std::vector<std::string> order;
   for (const auto& s : m.engine.slots())
-    order.push_back(s->settings.instance_name + " (order " + std::to_string(s->settings.order) +
-                    ")");
+    order.push_back(s->hook.name() + " (order " + std::to_string(s->hook.settings().order) + ")");
   m.log->info("hook order: {}", order.empty() ? "(no hooks)" : join(order, ", "));
   for (const auto& [name, _] : m.restored_states)
     if (std::none_of(m.engine.slots().begin(), m.engine.slots().end(),
-                     [&](const auto& s) { return s->settings.instance_name == name; }))
+                     [&](const auto& s) { return s->hook.name() == name; }))
       m.log->warn("the checkpoint holds state for hook '{}', which is not configured; ignoring it",
                   name);
   m.job.set_global_step(m.session.global_step());
@@ -471,10 +462,7 @@ JobResult Runtime::close() {
   Impl& m = *impl_;
   if (m.closed) return m.result;
   EntryGuard guard(m.in_call, "close()");
-  {
-    std::lock_guard lock(m.changes_mutex);
-    m.closing = true;
-  }
+  m.changes.close();
   m.run_changes();  // every change posted gets its answer
   m.engine.deliver_end(m.result);
   m.result.steps_run = m.steps_run;
@@ -520,7 +508,7 @@ JobResult Runtime::run_to_end() {
 
 std::vector<std::string> Runtime::hook_order() const {
   std::vector<std::string> names;
-  for (const auto& s : impl_->engine.slots()) names.push_back(s->settings.instance_name);
+  for (const auto& s : impl_->engine.slots()) names.push_back(s->hook.name());
   return names;
 }
 
@@ -528,23 +516,23 @@ std::vector<HookReport> Runtime::reports() const {
   std::vector<HookReport> out;
   for (const auto& sp : impl_->engine.slots()) {
     HookReport r;
-    r.instance_name = sp->settings.instance_name;
-    r.plugin_id = sp->dispatch->plugin_id();
-    r.plugin_file = sp->dispatch->plugin_file();
-    r.disabled = sp->disabled && !sp->detached;
-    r.failure = sp->failure;
-    r.detached = sp->detached;
-    r.detach_reason = sp->detach_reason;
-    r.restarts = sp->restarts;
-    r.max_restarts = sp->settings.max_restarts;
+    r.instance_name = sp->hook.name();
+    r.plugin_id = sp->hook.dispatch().plugin_id();
+    r.plugin_file = sp->hook.dispatch().plugin_file();
+    r.disabled = sp->calls.disabled() && !sp->detach.detached();
+    r.failure = sp->health.failure();
+    r.detached = sp->detach.detached();
+    r.detach_reason = sp->detach.reason();
+    r.restarts = sp->health.restarts();
+    r.max_restarts = sp->hook.settings().max_restarts;
     for (size_t i = 0; i < kCallbackNames.size(); ++i)
       r.callbacks[kCallbackNames[i]] = sp->stats_of(static_cast<Callback>(i));
-    if (sp->lane) {
+    if (const ObserverLane* lane = sp->observer.lane()) {
       for (Callback cb : {Callback::before_run, Callback::after_run}) {
-        r.callbacks[name_of(cb)].merge(sp->lane->stats(cb));
+        r.callbacks[name_of(cb)].merge(lane->stats(cb));
       }
-      r.observer_skipped_steps = sp->lane->skipped_steps();
-      r.observer_unfetched_steps = sp->lane->unfetched_steps();
+      r.observer_skipped_steps = lane->skipped_steps();
+      r.observer_unfetched_steps = lane->unfetched_steps();
     }
     out.push_back(std::move(r));
   }
@@ -573,7 +561,7 @@ void Runtime::restore_hook_states(const std::map<std::string, SavedHookState>& s
   Impl& m = *impl_;
   m.restored_states = states;
   for (const auto& sp : m.engine.slots()) {
-    HostServices& s = *sp->services;
+    HostServices& s = sp->hook.services();
     {
       // A recovery goes back to the checkpoint's moment: what was stored since is dropped.
       std::lock_guard lock(s.state_mutex);
@@ -588,8 +576,9 @@ void Runtime::restore_hook_states(const std::map<std::string, std::string>& stat
   std::map<std::string, SavedHookState> tagged;
   for (const auto& [name, bytes] : states) {
     auto it = std::find_if(impl_->engine.slots().begin(), impl_->engine.slots().end(),
-                           [&](const auto& s) { return s->settings.instance_name == name; });
-    const uint32_t version = it == impl_->engine.slots().end() ? 1 : (*it)->services->state_version;
+                           [&](const auto& s) { return s->hook.name() == name; });
+    const uint32_t version =
+        it == impl_->engine.slots().end() ? 1 : (*it)->hook.services().state_version;
     tagged.emplace(name, SavedHookState{"", version, bytes});
   }
   restore_hook_states(tagged);

@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "context/running_call.hpp"
 #include "context/service_context.hpp"
 #include "hookhost/host/runtime.hpp"
+#include "runtime/change_queue.hpp"
 #include "runtime/step_agreement.hpp"
 #include "runtime/step_engine.hpp"
 #include "services/services.hpp"
@@ -46,14 +46,9 @@ struct Runtime::Impl {
   // The caller's fetch list as last checked against the workload, so an unchanged list is
   // checked with one comparison per step instead of a set lookup per name.
   std::vector<std::string> checked_fetches;
-  // Live changes (Runtime::at_next_boundary): posted by any thread, run on the training thread at
-  // the step boundary; `closing` (close() has begun) refuses new ones.
-  mutable std::mutex changes_mutex;
-  std::vector<std::function<void(Runtime&)>> changes;  // guarded by changes_mutex
-  bool closing = false;                                // guarded by changes_mutex
-  std::atomic<bool> changes_waiting{false};
-  bool in_change = false;  // a change runs now (training thread)
-  void run_changes();
+  // Live changes (Runtime::at_next_boundary), run at the step boundary.
+  ChangeQueue changes;
+  void run_changes();  // live_changes.cpp
   // For progress() from other threads: stored once per step (a plain store), and at start().
   std::atomic<int64_t> steps_run_shared{0};
   std::atomic<bool> started_shared{false};
@@ -95,7 +90,7 @@ struct Runtime::Impl {
       agree_across_processes();
     else if (job.checkpoint_requested(std::memory_order_relaxed))
       write_requested_checkpoint();
-    if (changes_waiting.load(std::memory_order_relaxed)) [[unlikely]]
+    if (changes.waiting()) [[unlikely]]
       run_changes();
   }
   // The agreement (StepAgreement::agree), then the checkpoint it decided, if any.

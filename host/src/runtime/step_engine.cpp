@@ -62,8 +62,8 @@ namespace step_detail {
 // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
 void out_of_order(const Slot& slot, Callback callback) {
   throw std::logic_error("hookhost internal error: " + std::string(name_of(callback)) +
-                         " on hook '" + slot.settings.instance_name + "' in state " +
-                         state_name(slot.state));
+                         " on hook '" + slot.hook.name() + "' in state " +
+                         state_name(slot.calls.state()));
 }
 
 }  // namespace step_detail
@@ -101,24 +101,14 @@ StepEngine::~StepEngine() = default;
 
 void StepEngine::check_unique(const std::string& instance_name) const {
   for (const auto& other : slots_)
-    if (!other->detached && other->settings.instance_name == instance_name)
+    if (!other->detach.detached() && other->hook.name() == instance_name)
       throw ConfigError("two hooks are named '" + instance_name +
                         "'; instance names must be unique");
 }
 
 void StepEngine::add(std::unique_ptr<Slot> slot) {
-  slot->services->blame_name = describe_hook(
-      slot->settings.instance_name, slot->dispatch->plugin_id(), slot->dispatch->plugin_file());
-  for (size_t i = 0; i < kCallbackNames.size(); ++i)
-    slot->implements[i] = slot->dispatch->implements(static_cast<Callback>(i));
-  init_request(slot->request, this, slot.get());
-  // An embedder's list may come in any order: step_called() searches it.
-  std::vector<int64_t>& at_steps = slot->settings.step_filter.at_steps;
-  std::sort(at_steps.begin(), at_steps.end());
-  at_steps.erase(std::unique(at_steps.begin(), at_steps.end()), at_steps.end());
-  slot->step_filtered = slot->settings.step_filter.set();
+  slot->request.issue(this, slot.get());
   std::lock_guard lock(slots_mutex_);
-  slot->added_index = slots_.size();
   slots_.push_back(std::move(slot));
 }
 
@@ -135,15 +125,16 @@ void StepEngine::start(const std::vector<std::string>& fetchable,
 
 void StepEngine::order_slots() {
   std::stable_sort(slots_.begin(), slots_.end(), [](const auto& a, const auto& b) {
-    return a->settings.order < b->settings.order;
+    return a->hook.settings().order < b->hook.settings().order;
   });
 }
 
 void StepEngine::prepare_calls(Slot& slot) {
-  if (slot.settings.call_timeout.count() > 0 && !watchdog_)
+  const HookSettings& settings = slot.hook.settings();
+  if (settings.call_timeout.count() > 0 && !watchdog_)
     watchdog_ = std::make_unique<CallWatchdog>(running_, log_);
-  slot.direct_step_calls = slot.direct_hook && slot.settings.call_timeout.count() == 0 &&
-                           time_every_n_steps_ > 1 && !slot.settings.observer.enabled;
+  slot.calls.choose_direct_calls(settings.call_timeout.count() == 0 && time_every_n_steps_ > 1 &&
+                                 !settings.observer.enabled);
 }
 
 void StepEngine::stop_watching() {
@@ -153,8 +144,8 @@ void StepEngine::stop_watching() {
 void StepEngine::rebuild_step_slots() {
   step_slots_.clear();
   for (const auto& sp : slots_)
-    if (!sp->disabled && (sp->implements[static_cast<size_t>(Callback::before_run)] ||
-                          sp->implements[static_cast<size_t>(Callback::after_run)]))
+    if (!sp->calls.disabled() &&
+        (sp->calls.implements(Callback::before_run) || sp->calls.implements(Callback::after_run)))
       step_slots_.push_back(sp.get());
   step_slots_stale_ = false;
 }
@@ -168,17 +159,18 @@ std::string StepEngine::feeder_of(const std::string& name) const {
 template <typename Fn>
 CallResult StepEngine::call(Slot& slot, Callback callback, Fn&& fn) {
   const HostServices* previous = t_current_call;
-  t_current_call = slot.services.get();
+  HostServices* const services = &slot.calls.services();
+  t_current_call = services;
   running_.set_callback(callback);
   // Per-step calls have their context's step, set by their phase.
   if (callback != Callback::before_run && callback != Callback::after_run)
     running_.set_step(job_.global_step(std::memory_order_relaxed));
   auto t0 = std::chrono::steady_clock::now();
   if (watchdog_) {
-    running_.start_watch(slot.services.get(), t0.time_since_epoch().count(),
-                         slot.settings.call_timeout);
+    running_.start_watch(services, t0.time_since_epoch().count(),
+                         slot.hook.settings().call_timeout);
   }
-  running_.enter(slot.services.get());
+  running_.enter(services);
   // Not around the per-step calls: see signal_guard.hpp.
   const bool guard_signals = callback != Callback::before_run && callback != Callback::after_run;
   std::optional<SignalDispositions> signals;
@@ -188,11 +180,8 @@ CallResult StepEngine::call(Slot& slot, Callback callback, Fn&& fn) {
   running_.leave();
   t_current_call = previous;
   if (signals)
-    signals->restore_and_report(*log_, slot.services->blame_name,
-                                during_call(job_, name_of(callback)));
-  CallStats& st = slot.stats[static_cast<size_t>(callback)];
-  ++st.calls;
-  record_time(st, std::chrono::duration_cast<std::chrono::nanoseconds>(dt));
+    signals->restore_and_report(*log_, services->blame_name, during_call(job_, name_of(callback)));
+  slot.cost.count_call(callback, std::chrono::duration_cast<std::chrono::nanoseconds>(dt));
   return r;
 }
 
@@ -200,10 +189,9 @@ void StepEngine::begin_all() {
   for (auto& sp : slots_) {
     Slot& slot = *sp;
     check_state(slot, Callback::begin, {HookState::created});
-    slot.begin_called = true;
-    slot.state = HookState::begun;
+    slot.calls.mark_begun();
     if (!wants(slot, Callback::begin)) continue;
-    CallResult r = call(slot, Callback::begin, [&] { return slot.dispatch->begin(); });
+    CallResult r = call(slot, Callback::begin, [&] { return slot.hook.dispatch().begin(); });
     handle_result(slot, Callback::begin, r, job_.global_step());
     if (job_.failed()) return;
   }
@@ -219,12 +207,12 @@ void StepEngine::after_create_session_all(int creation) {
     Slot& slot = *sp;
     if (!active(slot)) continue;
     check_state(slot, Callback::after_create_session, {HookState::begun, HookState::in_session});
-    slot.state = HookState::in_session;
+    slot.calls.set_state(HookState::in_session);
     // A new session may start at another step: the hook says again which steps it can skip.
-    slot.services->skip_until.store(0, std::memory_order_relaxed);
+    slot.hook.services().skip_until.store(0, std::memory_order_relaxed);
     if (!wants(slot, Callback::after_create_session)) continue;
     CallResult r = call(slot, Callback::after_create_session,
-                        [&] { return slot.dispatch->after_create_session(info); });
+                        [&] { return slot.hook.dispatch().after_create_session(info); });
     handle_result(slot, Callback::after_create_session, r, info.global_step);
     if (job_.failed()) return;
   }
@@ -233,14 +221,13 @@ void StepEngine::after_create_session_all(int creation) {
 // Drops what the hooks asked for in an attempt that did not reach after_run.
 void StepEngine::abandon_step() {
   for (auto& sp : slots_) {
-    if (sp->state == HookState::in_step) sp->state = HookState::in_session;
+    if (sp->calls.state() == HookState::in_step) sp->calls.set_state(HookState::in_session);
     // An observer's fetches are its worker's; its first before_run's are handed over or dropped.
-    if (sp->lane) {
-      if (sp->observer_first_pending) sp->fetches.clear();  // its worker is idle then
-      sp->observer_first_pending = false;
+    if (sp->observer.lane()) {
+      if (sp->observer.take_first_handover()) sp->request.clear_fetches();  // its worker is idle
       continue;
     }
-    sp->fetches.clear();
+    sp->request.clear_fetches();
   }
 }
 
@@ -259,17 +246,16 @@ void StepEngine::merge_fetches(const std::vector<std::string>& names,
 }
 
 void StepEngine::merge_request(Slot& slot, const std::vector<std::string>& caller_fetches) {
-  merge_fetches(slot.fetches, caller_fetches);
-  if (!slot.feeds.empty()) {
+  merge_fetches(slot.request.fetches(), caller_fetches);
+  if (slot.request.has_feeds()) {
     if (!hooks_feed_) {
       merged_feeds_ = *caller_feeds_;
       hooks_feed_ = true;
     }
-    for (auto& [name, value] : slot.feeds) {
-      feed_owner_[name] = "hook '" + slot.settings.instance_name + "'";
+    slot.request.take_feeds([&](const std::string& name, Tensor&& value) {
+      feed_owner_[name] = "hook '" + slot.hook.name() + "'";
       merged_feeds_.insert_or_assign(name, std::move(value));
-    }
-    slot.feeds.clear();
+    });
   }
 }
 
@@ -279,9 +265,9 @@ std::string StepEngine::device_refusal(Slot& slot, const std::string& name, cons
   if (device.type == HH_DEVICE_CPU) return {};
   // Plugin code: it runs as this hook, not as the hook whose per-step call ran last, and crash
   // blame names it.
-  t_current_call = slot.services.get();
-  running_.enter(slot.services.get());
-  const bool accepted = slot.dispatch->accepts_device(device);
+  t_current_call = &slot.calls.services();
+  running_.enter(&slot.calls.services());
+  const bool accepted = slot.hook.dispatch().accepts_device(device);
   running_.leave();
   if (accepted) return {};
   return undeclared_device_refusal(name, device);
@@ -292,7 +278,7 @@ std::string StepEngine::device_refusal(Slot& slot, const std::string& name, cons
 bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& refusal) {
   std::vector<hh_tensor>& views = views_buffer_;  // reused: no allocation per hook per step
   views.clear();
-  for (const auto& name : slot.fetches) {
+  for (const auto& name : slot.request.fetches()) {
     auto it = values.find(name);
     if (it == values.end()) {
       job_.fail(missing_fetch_failure(name));
@@ -307,7 +293,7 @@ bool StepEngine::gather_views(Slot& slot, const TensorMap& values, std::string& 
     }
     if (refusal.empty()) refusal = std::move(refused);
     // The map's key names the view: it lives until the step's values go, after every
-    // after_run (slot.fetches is cleared before the call).
+    // after_run (the request's fetches are cleared before the call).
     views.push_back(value->view(it->first.c_str()));
   }
   return refusal.empty();
@@ -345,61 +331,63 @@ void StepEngine::deliver_end(JobResult& result) {
   job.reason = job_reason.c_str();
 
   std::string end_failure;  // the first end() failure under on_error = fail
-  for (Slot* observer : observer_slots_) observer->lane->shutdown();
+  for (Slot* observer : observer_slots_) observer->observer.lane()->shutdown();
   for (auto& sp : slots_) {
     Slot& slot = *sp;
-    if (!slot.begin_called || slot.state == HookState::ended || slot.state == HookState::destroyed)
+    if (!slot.calls.begun() || slot.calls.state() == HookState::ended ||
+        slot.calls.state() == HookState::destroyed)
       continue;
     hh_end_info info = job;
     std::string own_reason;
-    if (slot.disabled) {
-      own_reason = "this hook was disabled: " + slot.failure;
+    if (slot.calls.disabled()) {
+      own_reason = "this hook was disabled: " + slot.health.failure();
       info.outcome = HH_OUTCOME_FAILED;
       info.stop_cause = HH_STOP_CAUSE_NONE;
       info.reason = own_reason.c_str();
     }
-    slot.state = HookState::ended;
+    slot.calls.set_state(HookState::ended);
     // A hook whose runner was lost gets its end in a fresh one while restarts remain: created
     // again with its newest saved state, begin and after_create_session replayed as at any
     // restart, then end with the job's outcome. Past max_restarts, it gets none.
-    if (wants(slot, Callback::end) && slot.runner_lost) {
-      const std::string& name = slot.settings.instance_name;
+    if (wants(slot, Callback::end) && slot.health.runner_lost()) {
+      const std::string& name = slot.hook.name();
+      const uint32_t max_restarts = slot.hook.settings().max_restarts;
       std::string why;
-      if (slot.restarts >= slot.settings.max_restarts) {
+      if (slot.health.restarts() >= max_restarts) {
         log_->warn(
             "hook '{}' gets no end(): its runner was lost and its {} restarts are used "
             "up (max_restarts)",
-            name, slot.restarts);
-      } else if (++slot.restarts; slot.dispatch->restart(&why)) {
-        slot.runner_lost = false;
+            name, slot.health.restarts());
+      } else if (slot.health.count_restart(); slot.hook.dispatch().restart(&why)) {
+        slot.health.runner_restarted();
         log_->info("hook '{}' restarted with its last saved state to receive end()", name);
         if (event_sink_)
           event_sink_(RunEvent::Kind::restart, job.global_step, name,
                       "restarted with its last saved state to receive end() (" +
-                          std::to_string(slot.restarts) +
-                          " of max_restarts = " + std::to_string(slot.settings.max_restarts) + ")");
+                          std::to_string(slot.health.restarts()) +
+                          " of max_restarts = " + std::to_string(max_restarts) + ")");
       } else {
         log_->error("hook '{}' gets no end(): {}", name, why);
       }
     }
-    if (wants(slot, Callback::end) && !slot.runner_lost) {
-      CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
+    if (wants(slot, Callback::end) && !slot.health.runner_lost()) {
+      CallResult r = call(slot, Callback::end, [&] { return slot.hook.dispatch().end(info); });
       if (r.status == HH_STOP_REQUESTED)
         log_->debug("hook '{}' returned HH_STOP_REQUESTED from end: the job is already ending",
-                    slot.settings.instance_name);
+                    slot.hook.name());
       if (!r.ok()) {
-        ++slot.stats[static_cast<size_t>(Callback::end)].failures;
+        slot.cost.count_failure(Callback::end);
         const std::string what = describe(slot, Callback::end, job.global_step) + ": " + r.message;
-        if (slot.settings.on_error == FailurePolicy::fail) {
+        if (slot.hook.settings().on_error == FailurePolicy::fail) {
           log_->error("{} [on_error=fail: the job fails once every hook had its end]", what);
           if (end_failure.empty()) end_failure = what;
         } else {
           log_->error("{}", what);
         }
-        if (slot.failure.empty()) slot.failure = "end failed: " + r.message;
+        slot.health.note_failure("end failed: " + r.message);
       }
     }
-    slot.services->ended = true;
+    slot.hook.services().ended = true;
   }
   if (!end_failure.empty() && result.outcome != Outcome::failed) {
     result.outcome = Outcome::failed;
@@ -415,24 +403,25 @@ void StepEngine::destroy_all() {
 }
 
 void StepEngine::destroy_one(Slot& slot) {
-  if (slot.state == HookState::destroyed) return;
-  slot.services->ended = true;
+  if (slot.calls.state() == HookState::destroyed) return;
+  HostServices& services = slot.hook.services();
+  services.ended = true;
   const SignalDispositions signals = SignalDispositions::snapshot();
   std::string error;
   {
-    InstanceCallScope scope(running_, job_, *slot.services, "destroy");
-    error = slot.dispatch->destroy();
+    InstanceCallScope scope(running_, job_, services, "destroy");
+    error = slot.hook.dispatch().destroy();
   }
-  signals.restore_and_report(*log_, slot.services->blame_name, during_call(job_, "destroy"));
-  slot.state = HookState::destroyed;
-  if (!error.empty()) log_->error("{}: {}", slot.services->blame_name, error);
+  signals.restore_and_report(*log_, services.blame_name, during_call(job_, "destroy"));
+  slot.calls.set_state(HookState::destroyed);
+  if (!error.empty()) log_->error("{}: {}", services.blame_name, error);
 }
 
 CallResult StepEngine::call_through_dispatch(Slot& slot, Callback cb, const hh_run_context& ctx,
                                              const hh_run_values* values) {
   if (cb == Callback::before_run)
-    return call(slot, cb, [&] { return slot.dispatch->before_run(ctx, slot.request.c); });
-  return call(slot, cb, [&] { return slot.dispatch->after_run(ctx, *values); });
+    return call(slot, cb, [&] { return slot.hook.dispatch().before_run(ctx, slot.request.c()); });
+  return call(slot, cb, [&] { return slot.hook.dispatch().after_run(ctx, *values); });
 }
 
 bool StepEngine::before_calls_timed(const hh_run_context& ctx,
@@ -454,17 +443,16 @@ void StepEngine::attach_added(int creation) {
     prepare_calls(slot);
     order_slots();  // among equal orders after the hooks already there, as if added last
     step_slots_stale_ = true;
-    if (slot.settings.observer.enabled) {
+    if (slot.hook.is_observer()) {
       std::map<const void*, std::shared_ptr<ObserverWorker>> own;  // its runner is its own
       start_observer(slot, own);
     }
   }
   const int64_t step = job_.global_step();
   check_state(slot, Callback::begin, {HookState::created});
-  slot.begin_called = true;
-  slot.state = HookState::begun;
+  slot.calls.mark_begun();
   if (wants(slot, Callback::begin)) {
-    CallResult r = call(slot, Callback::begin, [&] { return slot.dispatch->begin(); });
+    CallResult r = call(slot, Callback::begin, [&] { return slot.hook.dispatch().begin(); });
     handle_result(slot, Callback::begin, r, step);
   }
   if (!active(slot) || job_.failed()) return;
@@ -472,10 +460,10 @@ void StepEngine::attach_added(int creation) {
   info.struct_size = HH_SESSION_INFO_SIZE;
   info.global_step = step;
   info.creation = static_cast<uint32_t>(creation);
-  slot.state = HookState::in_session;
+  slot.calls.set_state(HookState::in_session);
   if (wants(slot, Callback::after_create_session)) {
     CallResult r = call(slot, Callback::after_create_session,
-                        [&] { return slot.dispatch->after_create_session(info); });
+                        [&] { return slot.hook.dispatch().after_create_session(info); });
     handle_result(slot, Callback::after_create_session, r, step);
   }
 }
@@ -485,9 +473,9 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
   Slot* found = nullptr;
   std::vector<std::string> live;
   for (const auto& sp : slots_) {
-    if (sp->detached) continue;
-    live.push_back(sp->settings.instance_name);
-    if (sp->settings.instance_name == instance_name) found = sp.get();
+    if (sp->detach.detached()) continue;
+    live.push_back(sp->hook.name());
+    if (sp->hook.name() == instance_name) found = sp.get();
   }
   if (!found) {
     *message = "no hook named '" + instance_name +
@@ -495,26 +483,26 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
     return false;
   }
   Slot& slot = *found;
-  if (slot.lane) {  // every step queued to it first, as before end
-    slot.lane->drain([&] { settle_observer(slot); });
+  if (ObserverLane* lane = slot.observer.lane()) {  // every step queued to it first, as before end
+    lane->drain([&] { settle_observer(slot); });
     settle_observer(slot);
-    slot.lane->shutdown();
+    lane->shutdown();
     std::erase(observer_slots_, &slot);
   }
-  const bool ends = slot.begin_called && slot.state != HookState::ended &&
-                    slot.state != HookState::destroyed && wants(slot, Callback::end);
-  if (slot.interrupted.load(std::memory_order_acquire)) {
+  const bool ends = slot.calls.begun() && slot.calls.state() != HookState::ended &&
+                    slot.calls.state() != HookState::destroyed && wants(slot, Callback::end);
+  if (slot.detach.interrupted()) {
     *message = "its runner was killed in the call it was stuck in: it had no end";
-  } else if (ends && slot.runner_lost) {
+  } else if (ends && slot.health.runner_lost()) {
     *message = "its runner was lost: it had no end";
   } else if (ends) {
     hh_end_info info{};
     info.struct_size = HH_END_INFO_SIZE;
     std::string text = "detached: " + reason;
-    if (slot.disabled) {  // a disabled hook is told why, as at the job's end
-      text = "this hook was disabled: " + slot.failure;
+    if (slot.calls.disabled()) {  // a disabled hook is told why, as at the job's end
+      text = "this hook was disabled: " + slot.health.failure();
       info.outcome = HH_OUTCOME_FAILED;
-    } else if (slot.dispatch->plugin_abi_minor() >= 6) {
+    } else if (slot.hook.dispatch().plugin_abi_minor() >= 6) {
       info.outcome = HH_OUTCOME_DETACHED;
     } else {  // never an outcome its plugin does not know
       info.outcome = HH_OUTCOME_STOPPED;
@@ -524,26 +512,26 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
     info.global_step = job_.global_step();
     *message = std::string("it had its end (outcome ") + hh_outcome_name(info.outcome) +
                ", reason \"" + text + "\")";
-    slot.state = HookState::ended;
-    CallResult r = call(slot, Callback::end, [&] { return slot.dispatch->end(info); });
+    slot.calls.set_state(HookState::ended);
+    CallResult r = call(slot, Callback::end, [&] { return slot.hook.dispatch().end(info); });
     if (!r.ok()) {  // the operator took it off: its end's failure is its own, never the job's
-      ++slot.stats[static_cast<size_t>(Callback::end)].failures;
+      slot.cost.count_failure(Callback::end);
       log_->error("{}: {}", describe(slot, Callback::end, info.global_step), r.message);
-      if (slot.failure.empty()) slot.failure = "end failed: " + r.message;
+      slot.health.note_failure("end failed: " + r.message);
       *message += ", which failed: " + r.message;
     }
   } else {
     *message = "it had no end (it had not begun, or does not implement end)";
   }
-  slot.state = HookState::ended;
-  slot.services->ended = true;
+  slot.calls.set_state(HookState::ended);
+  slot.hook.services().ended = true;
   destroy_one(slot);
-  slot.disabled = true;
+  slot.calls.disable();
   {
     std::lock_guard lock(slots_mutex_);
-    slot.detached = true;
+    slot.detach.mark_detached();
   }
-  slot.detach_reason = reason;
+  slot.detach.set_reason(reason);
   step_slots_stale_ = true;
   return true;
 }
@@ -553,15 +541,15 @@ StepEngine::Interrupt StepEngine::interrupt(const std::string& instance_name,
   std::lock_guard lock(slots_mutex_);
   for (const auto& sp : slots_) {
     Slot& slot = *sp;
-    if (slot.detached || slot.settings.instance_name != instance_name) continue;
-    const HostServices* self = slot.services.get();
-    const bool in_call = running_.instance() == self ||
-                         (slot.worker_running && slot.worker_running->instance() == self);
+    if (slot.detach.detached() || slot.hook.name() != instance_name) continue;
+    const HostServices* self = &slot.hook.services();
+    const RunningCall* worker_call = slot.observer.worker_call();
+    const bool in_call =
+        running_.instance() == self || (worker_call && worker_call->instance() == self);
     if (!in_call) return Interrupt::not_in_call;
-    // Marked first: the failed call may be seen on the training thread as soon as it is killed.
-    slot.interrupted.store(true, std::memory_order_release);
-    if (slot.dispatch->interrupt(why)) return Interrupt::done;
-    slot.interrupted.store(false, std::memory_order_release);
+    slot.detach.mark_interrupted();
+    if (slot.hook.dispatch().interrupt(why)) return Interrupt::done;
+    slot.detach.unmark_interrupted();
     return Interrupt::cannot;
   }
   return Interrupt::no_such_hook;

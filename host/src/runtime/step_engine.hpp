@@ -81,7 +81,8 @@ class StepEngine {
   const std::vector<std::unique_ptr<Slot>>& slots() const { return slots_; }
   bool started() const { return started_; }
 
-  // --- live changes, at a step boundary after start() (step_engine.cpp; queue: live_changes.cpp)
+  // --- live changes, at a step boundary after start() (step_engine.cpp; the Runtime posts and
+  // runs them in live_changes.cpp) ---
   // The slot added last joins the running job: placed by its order among the others, then begin
   // and after_create_session (session `creation`, the live step). A call that fails it is handled
   // by its policy, as at start: it is disabled, or the job stops or fails.
@@ -212,11 +213,11 @@ class StepEngine {
 
   // A slot gets no more calls but end(); the step's slot list is rebuilt before the next step.
   void disable(Slot& slot) {
-    slot.disabled = true;
+    slot.calls.disable();
     step_slots_stale_ = true;
     if (event_sink_)
-      event_sink_(RunEvent::Kind::disable, job_.global_step(), slot.settings.instance_name,
-                  slot.failure);
+      event_sink_(RunEvent::Kind::disable, job_.global_step(), slot.hook.name(),
+                  slot.health.failure());
   }
   void rebuild_step_slots();
 

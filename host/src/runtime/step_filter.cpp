@@ -29,8 +29,8 @@ uint64_t declared_cadence(const PluginMetadata& plugin, const ResolvedParams& pa
 }
 
 bool step_called(Slot& slot, int64_t global_step) {
-  const StepFilter& filter = slot.settings.step_filter;
-  const uint64_t seen = slot.filtered_steps_seen++;
+  const StepFilter& filter = slot.hook.settings().step_filter;
+  const uint64_t seen = slot.cost.next_filtered_step();
   const bool called =
       (filter.first_n == 0 || seen < filter.first_n) &&
       (filter.every_n_steps == 0 ||
@@ -42,7 +42,7 @@ bool step_called(Slot& slot, int64_t global_step) {
       (filter.cadence_every_n_steps == 0 || seen == 0 ||
        (global_step >= -1 &&
         static_cast<uint64_t>(global_step + 1) % filter.cadence_every_n_steps == 0));
-  if (!called) ++slot.steps_skipped;
+  if (!called) slot.cost.count_skipped_step();
   return called;
 }
 

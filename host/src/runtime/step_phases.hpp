@@ -18,25 +18,21 @@ namespace step_detail {
 // A runtime bug, never a plugin's: calling out of order would break the ABI's promise.
 [[noreturn, gnu::cold]] void out_of_order(const Slot& slot, Callback callback);
 
-inline void record_time(CallStats& st, std::chrono::nanoseconds dt) {
-  st.record(dt);
-}
-
 inline void check_state(const Slot& slot, Callback callback, std::initializer_list<HookState> ok) {
   for (HookState s : ok)
-    if (slot.state == s) return;
+    if (slot.calls.state() == s) return;
   out_of_order(slot, callback);
 }
 inline void check_state(const Slot& slot, Callback callback, HookState ok) {
-  if (slot.state != ok) [[unlikely]]
+  if (slot.calls.state() != ok) [[unlikely]]
     out_of_order(slot, callback);
 }
 
 inline bool active(const Slot& slot) {
-  return !slot.disabled;
+  return !slot.calls.disabled();
 }
 inline bool wants(const Slot& slot, Callback cb) {
-  return slot.implements[static_cast<size_t>(cb)];
+  return slot.calls.implements(cb);
 }
 
 }  // namespace step_detail
@@ -49,9 +45,9 @@ struct StepEngine::StepTimer {
   explicit StepTimer(bool timed) : on(timed) {
     if (on) last = std::chrono::steady_clock::now();
   }
-  void record(CallStats& st) {
+  void record(HookCost& cost, Callback cb) {
     const auto now = std::chrono::steady_clock::now();
-    step_detail::record_time(st, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last));
+    cost.record_time(cb, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last));
     last = now;
   }
 };
@@ -79,18 +75,17 @@ template <bool kTimed, typename DirectFn>
 inline bool StepEngine::step_call(Slot& slot, Callback cb, StepTimer& timer, DirectFn&& direct,
                                   const hh_run_context& ctx, const hh_run_values* values,
                                   std::optional<CallResult>& result) {
-  if (!slot.direct_step_calls) [[unlikely]] {
+  if (!slot.calls.calls_directly()) [[unlikely]] {
     result = call_through_dispatch(slot, cb, ctx, values);
     if (kTimed) timer.last = std::chrono::steady_clock::now();
     return result->status == HH_OK;
   }
-  t_current_call = slot.services.get();
-  running_.enter(slot.services.get());
-  result =
-      call_inprocess([&](hh_error* err) { return direct(slot.direct_hook, err); }, call_error_);
+  t_current_call = &slot.calls.services();
+  running_.enter(&slot.calls.services());
+  result = call_inprocess(direct, call_error_);
   running_.leave();
-  ++slot.direct_calls[cb == Callback::before_run ? 0 : 1];
-  if (kTimed) timer.record(slot.stats[static_cast<size_t>(cb)]);
+  slot.calls.count_direct_call(cb);
+  if (kTimed) timer.record(slot.cost, cb);
   return !result;
 }
 
@@ -107,18 +102,19 @@ inline bool StepEngine::before_calls(const hh_run_context& ctx,
     if (!step_detail::active(slot)) continue;
     step_detail::check_state(slot, Callback::before_run, HookState::in_session);
     // A step the filter skips: neither call (after_run sees the slot still in_session).
-    if (slot.step_filtered && !step_called(slot, ctx.global_step)) [[unlikely]]
+    if (slot.calls.step_filtered() && !step_called(slot, ctx.global_step)) [[unlikely]]
       continue;
     // A step before the one the hook asked to be called at next (hh.steps/1 skip_until).
-    if (slot.services->skip_until.load(std::memory_order_relaxed) > ctx.global_step) [[unlikely]] {
-      ++slot.steps_skipped;
+    if (slot.calls.services().skip_until.load(std::memory_order_relaxed) > ctx.global_step)
+        [[unlikely]] {
+      slot.cost.count_skipped_step();
       continue;
     }
-    slot.state = HookState::in_step;
-    if (slot.lane) [[unlikely]] {
+    slot.calls.set_state(HookState::in_step);
+    if (ObserverLane* lane = slot.observer.lane()) [[unlikely]] {
       // An observer is called behind the step: the step fetches what it last asked for.
-      if (slot.lane->request_known()) {
-        merge_fetches(slot.lane->fetches(), caller_fetches);
+      if (lane->request_known()) {
+        merge_fetches(lane->fetches(), caller_fetches);
         continue;
       }
       if (!first_observed_before_run(slot)) continue;
@@ -127,26 +123,22 @@ inline bool StepEngine::before_calls(const hh_run_context& ctx,
     std::optional<CallResult> failure;
     const bool ok = step_call<kTimed>(
         slot, Callback::before_run, timer,
-        [&](hh_hook* h, hh_error* err) {
-          return slot.direct_before_run(h, &ctx, &slot.request.c, err);
-        },
-        ctx, nullptr, failure);
-    if (ok && !slot.request_touched) [[likely]]
+        [&](hh_error* err) { return slot.calls.before_run(&ctx, &slot.request.c(), err); }, ctx,
+        nullptr, failure);
+    if (ok && !slot.calls.request_touched()) [[likely]]
       continue;
-    slot.request_touched = false;
+    slot.calls.clear_request_touched();
     CallResult r = failure ? std::move(*failure) : CallResult{};
     // The host's own reason for a rejected fetch or feed is more precise than the plugin's,
     // unless the hook's process is gone: that loss is what on_crash must see.
-    if (!slot.request_error.empty() && !r.runner_lost)
-      r = CallResult{HH_ERROR, 0, slot.request_error};
-    slot.request_error.clear();
+    if (!slot.request.refusal().empty() && !r.runner_lost)
+      r = CallResult{HH_ERROR, 0, slot.request.refusal()};
+    slot.request.clear_refusal();
     if (!r.ok()) {
-      // A hook that failed in before_run contributes nothing to this step.
-      slot.fetches.clear();
-      slot.feeds.clear();
+      slot.request.drop();
       handle_result(slot, Callback::before_run, r, ctx.global_step);
       if (job_.failed()) return false;
-      if (!step_detail::active(slot)) slot.state = HookState::in_session;
+      if (!step_detail::active(slot)) slot.calls.set_state(HookState::in_session);
       continue;
     }
     handle_result(slot, Callback::before_run, r, ctx.global_step);
@@ -166,9 +158,9 @@ template <bool kTimed>
   no_values.tensor_stride = sizeof(hh_tensor);
   for (Slot* sp : step_slots_) {
     Slot& slot = *sp;
-    if (!step_detail::active(slot) || slot.state != HookState::in_step) continue;
-    slot.state = HookState::in_session;
-    if (slot.lane) [[unlikely]] {
+    if (!step_detail::active(slot) || slot.calls.state() != HookState::in_step) continue;
+    slot.calls.set_state(HookState::in_session);
+    if (slot.observer.lane()) [[unlikely]] {
       observe_step(slot, ctx, values);
       if (job_.failed()) return;
       continue;
@@ -176,11 +168,11 @@ template <bool kTimed>
     if (!step_detail::wants(slot, Callback::after_run)) continue;
     const hh_run_values* rv = &no_values;
     hh_run_values fetched;
-    if (!slot.fetches.empty()) [[unlikely]] {
+    if (slot.request.has_fetches()) [[unlikely]] {
       fetched = no_values;
       std::string refusal;
       const bool gathered = gather_views(slot, values, refusal);
-      slot.fetches.clear();
+      slot.request.clear_fetches();
       if (!gathered) {
         if (job_.failed()) return;
         handle_result(slot, Callback::after_run, CallResult{HH_ERROR, 0, refusal},
@@ -196,10 +188,8 @@ template <bool kTimed>
     std::optional<CallResult> failure;
     if (step_call<kTimed>(
             slot, Callback::after_run, timer,
-            [&](hh_hook* h, hh_error* err) {
-              return slot.direct_after_run(h, &after_ctx, rv, err);
-            },
-            after_ctx, rv, failure)) [[likely]]
+            [&](hh_error* err) { return slot.calls.after_run(&after_ctx, rv, err); }, after_ctx, rv,
+            failure)) [[likely]]
       continue;
     // The step the call concerns is the one that ran (its context's step), as in the trace.
     handle_result(slot, Callback::after_run, *failure, ctx.global_step);

@@ -1,0 +1,45 @@
+// The changes to a running job (Runtime::at_next_boundary): posted by any thread, run on the
+// training thread at the step boundary, where no hook call is running. Once closed (close() has
+// begun) it refuses new ones; the ones already posted still run.
+// Thread rules: post(), close() and closed() are [thread-safe] (under the queue's mutex); waiting()
+// is an atomic the training thread reads relaxed at every step; run() and running() are the
+// training thread's.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace hookhost {
+
+class Runtime;
+
+class ChangeQueue {
+ public:
+  using Change = std::function<void(Runtime&)>;
+
+  // False (and `change` dropped) once the queue is closed. [thread-safe]
+  bool post(Change change);
+  // [thread-safe]
+  void close();
+  bool closed() const;
+  // Whether a change waits: one relaxed load, for the step boundary.
+  bool waiting() const { return waiting_.load(std::memory_order_relaxed); }
+  // Runs every change posted so far on `runtime`, in order; what one throws is logged and the
+  // others still run.
+  void run(Runtime& runtime, spdlog::logger& log);
+  // A change runs now: what may be done only inside one (add_hook after start, detach_hook).
+  bool running() const { return running_; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Change> changes_;  // guarded by mutex_
+  bool closed_ = false;          // guarded by mutex_
+  std::atomic<bool> waiting_{false};
+  bool running_ = false;  // training thread
+};
+
+}  // namespace hookhost

@@ -1,0 +1,35 @@
+// What went wrong with one hook: the first failure (its words, for the report and the end() a
+// disabled hook is given), whether its process (another isolation tier) is lost, and how often it
+// was restarted (on_crash = restart). Whether it still gets calls is StepCallState::disabled.
+// Thread rules: the training thread's (an observer's failures reach it through its lane).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hookhost {
+
+class HookHealth {
+ public:
+  // The first failure wins; later ones are only logged.
+  void note_failure(const std::string& what) {
+    if (failure_.empty()) failure_ = what;
+  }
+  const std::string& failure() const { return failure_; }
+
+  // Its process is gone: not even end() is delivered, unless a restart brings it back.
+  bool runner_lost() const { return runner_lost_; }
+  void lose_runner() { runner_lost_ = true; }
+  void runner_restarted() { runner_lost_ = false; }
+
+  // Restarts tried, counted before each try.
+  uint32_t restarts() const { return restarts_; }
+  void count_restart() { ++restarts_; }
+
+ private:
+  std::string failure_;
+  uint32_t restarts_ = 0;
+  bool runner_lost_ = false;
+};
+
+}  // namespace hookhost
