@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -143,6 +144,10 @@ std::string plugin_default(std::string_view key, const PluginMetadata& m) {
 // The [hook.NAME] keys of the config key table, with their help: the host's own, then those a
 // parameter of the plugin's may keep.
 void print_host_keys(const PluginMetadata& m) {
+  int name_width = 0;
+  for (const ConfigKey& key : config_keys())
+    if (key.sections & kHookSection)
+      name_width = std::max(name_width, static_cast<int>(key.name.size()) + 1);
   for (KeyOwner owner : {KeyOwner::host, KeyOwner::host_unless_declared}) {
     std::printf(owner == KeyOwner::host
                     ? "\nKeys the host reads in every [hook.NAME] section (never passed to the "
@@ -157,7 +162,8 @@ void print_host_keys(const PluginMetadata& m) {
         note = " (this plugin declares it: its parameter above)";
       else if (const std::string value = plugin_default(name, m); !value.empty())
         note = "; for this plugin: " + value;
-      std::printf("  %-17s %s%s\n", name.c_str(), std::string(key.help).c_str(), note.c_str());
+      std::printf("  %-*s%s%s\n", name_width, name.c_str(), std::string(key.help).c_str(),
+                  note.c_str());
     }
   }
 }

@@ -401,6 +401,10 @@ constexpr bool kRepeats = true;
 constexpr KeyOwner kUnlessDeclared = KeyOwner::host_unless_declared;
 
 constexpr std::array kKeys = {
+    ConfigKey{kHookSection, "plugin", read_plugin, "the plugin id (default: NAME)"},
+    ConfigKey{kHookSection, "enabled", read_enabled, "true or false (default true)"},
+    ConfigKey{kHookSection, "order", read_order,
+              "call order, lower first (default 0; equal: config order)"},
     ConfigKey{kRunSection, "plugin_dir", read_plugin_dir,
               "a plugin folder, searched after --plugin-dir; may repeat (default: "
               "HOOKHOST_PLUGIN_PATH, then the built-in plugins)",
@@ -478,10 +482,6 @@ constexpr std::array kKeys = {
     ConfigKey{kRunSection, "collective_timeout_ms", read_collective_timeout_ms,
               "how long a hook's hh.dist/1 collective waits for the other processes, 1 to 86400000 "
               "(default 60000)"},
-    ConfigKey{kHookSection, "plugin", read_plugin, "the plugin id (default: NAME)"},
-    ConfigKey{kHookSection, "enabled", read_enabled, "true or false (default true)"},
-    ConfigKey{kHookSection, "order", read_order,
-              "call order, lower first (default 0; equal: config order)"},
     ConfigKey{
         kHookSection, "ranks", read_ranks,
         "in a distributed job: chief, all, or ranks such as 0,2 (default: the plugin's placement)"},

@@ -49,7 +49,7 @@ struct ConfigKey {
   KeyOwner owner = KeyOwner::host;
 };
 
-// Every key, in the order the [run] keys are listed in messages, then the [hook.NAME] ones.
+// Every key, in the order messages list the [run] keys and `plugins describe` the [hook.NAME] ones.
 std::span<const ConfigKey> config_keys();
 
 // The key `name` of `section` ("run" or "hook.NAME"), or null.
