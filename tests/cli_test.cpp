@@ -9,6 +9,7 @@
 
 #include <hookhost/version.h>
 
+#include "job/config_keys.hpp"
 #include "plugin_files.hpp"
 #include "process.hpp"
 #include "storage/checkpoint.hpp"
@@ -241,6 +242,26 @@ TEST_F(CliTest, DescribeShowsTheSchema) {
   ProcessResult missing = run({"plugins", "describe", "no_such"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("no plugin with id 'no_such'"));
+}
+
+// The host's [hook.NAME] keys come from the config key table: every one, with its help.
+TEST_F(CliTest, DescribeListsEveryHostOwnedHookKeyWithItsHelp) {
+  for (const std::string id : {"stop_at_step", "progress_bar"}) {
+    ProcessResult r = run({"plugins", "describe", id});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::size_t keys = 0;
+    for (const ConfigKey& key : config_keys()) {
+      if (!(key.sections & kHookSection)) continue;
+      ++keys;
+      EXPECT_THAT(r.out, HasSubstr("\n  " + std::string(key.name) + " ")) << id << ": " << key.name;
+      EXPECT_THAT(r.out, HasSubstr(std::string(key.help))) << id << ": " << key.name;
+    }
+    EXPECT_EQ(keys, 28u);
+  }
+  // progress_bar declares a `mode` of its own, which then is its parameter, not the host's key.
+  ProcessResult r = run({"plugins", "describe", "progress_bar"});
+  EXPECT_THAT(r.out, HasSubstr("(default: the plugin's mode) (this plugin declares it: its "
+                               "parameter above)"));
 }
 
 // What a confined hook of the plugin may touch beyond its run folder, from the note's needs.*.

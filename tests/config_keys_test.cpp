@@ -1,10 +1,13 @@
 // The key table the config reader walks: every [run] and [hook.NAME] key it knows is documented
-// in docs/configuration.md, and a [run] key it does not know is refused with the table's list.
+// in docs/configuration.md, the [hook.NAME] ones in docs/sdk-reference.md too, and a [run] key it
+// does not know is refused with the table's list.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "job/config_keys.hpp"
 #include "test_support.hpp"
@@ -79,6 +82,90 @@ TEST(ConfigKeys, AnUnknownRunKeyListsTheRunKeys) {
                                     "keys are " +
                                     config_key_list(kRunSection) + ")"));
   }
+}
+
+// The keys a reference page lists for [hook.NAME]: the `quoted` names in the key column of the
+// table rows from the one whose section column is `[hook.NAME]` to the next row naming another
+// section (or the end of the table).
+std::set<std::string> hook_keys_listed(const std::string& page) {
+  std::set<std::string> keys;
+  bool in_hook_rows = false;
+  for (const std::string& line : lines_of(page)) {
+    if (line.empty() || line[0] != '|') {
+      in_hook_rows = false;
+      continue;
+    }
+    std::vector<std::string> cells;
+    for (std::size_t start = 1, bar; (bar = line.find('|', start)) != std::string::npos;
+         start = bar + 1)
+      cells.push_back(line.substr(start, bar - start));
+    if (cells.size() < 2) continue;
+    const std::string section = trim_blanks(cells[0]);
+    if (!section.empty()) in_hook_rows = section == "`[hook.NAME]`";
+    if (!in_hook_rows) continue;
+    const std::string& key_cell = cells[1];
+    for (std::size_t open = key_cell.find('`'); open != std::string::npos;) {
+      const std::size_t close = key_cell.find('`', open + 1);
+      if (close == std::string::npos) break;
+      keys.insert(key_cell.substr(open + 1, close - open - 1));
+      open = key_cell.find('`', close + 1);
+    }
+  }
+  return keys;
+}
+
+std::set<std::string> table_hook_keys() {
+  std::set<std::string> keys;
+  for (const ConfigKey& key : config_keys())
+    if (key.sections & kHookSection) keys.emplace(key.name);
+  return keys;
+}
+
+TEST(HostHookKeys, TheReferencePagesListExactlyTheTablesHookKeys) {
+  const std::set<std::string> in_table = table_hook_keys();
+  for (const char* page : {"configuration.md", "sdk-reference.md"}) {
+    const std::string text = read_file(std::filesystem::path(HOOKHOST_SOURCE_DIR) / "docs" / page);
+    const std::set<std::string> listed = hook_keys_listed(text);
+    ASSERT_FALSE(listed.empty()) << "docs/" << page << " has no `[hook.NAME]` rows in a key table";
+    for (const std::string& key : in_table)
+      EXPECT_TRUE(listed.count(key))
+          << "docs/" << page << " does not list the [hook.NAME] key '" << key
+          << "' of the config key table (host/src/job/config_keys.cpp)";
+    for (const std::string& key : listed)
+      EXPECT_TRUE(in_table.count(key))
+          << "docs/" << page << " lists a [hook.NAME] key '" << key
+          << "' that the config key table (host/src/job/config_keys.cpp) does not have";
+  }
+}
+
+TEST(HostHookKeys, EveryKeyHasOneLineOfHelpWithItsDefault) {
+  for (const ConfigKey& key : config_keys()) {
+    EXPECT_FALSE(key.help.empty()) << key.name;
+    EXPECT_EQ(key.help.find('\n'), std::string_view::npos) << key.name;
+    EXPECT_NE(key.help.find("default"), std::string_view::npos) << key.name;
+  }
+}
+
+// kHostHookKeys (what discovery refuses as a parameter name) is the table's keys that are always
+// the host's; the others are the host's unless the plugin declares them.
+TEST(HostHookKeys, APluginMayKeepOnlyTheStepFilterAndObserverKeys) {
+  std::set<std::string> always, unless_declared;
+  for (const ConfigKey& key : config_keys()) {
+    if (!(key.sections & kHookSection)) continue;
+    (key.owner == KeyOwner::host ? always : unless_declared).emplace(key.name);
+  }
+  EXPECT_EQ(always, std::set<std::string>(kHostHookKeys.begin(), kHostHookKeys.end()));
+  EXPECT_EQ(unless_declared, (std::set<std::string>{"every_n_steps", "at_steps", "first_n", "mode",
+                                                    "queue", "policy"}));
+}
+
+// A key a plugin may keep reaches the hook's parameters, where the job splits it off.
+TEST(HostHookKeys, AKeyAPluginMayKeepIsReadWithTheParameters) {
+  const JobConfig config =
+      load_job_config(std::nullopt, {"hook.a.every_n_steps=5", "hook.a.mode=observe"});
+  ASSERT_EQ(config.hooks.size(), 1u);
+  EXPECT_EQ(config.hooks[0].params.count("every_n_steps"), 1u);
+  EXPECT_EQ(config.hooks[0].params.count("mode"), 1u);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST_F(PluginPlacement, DescribeShowsWhatThePluginDeclaresAndTheDefaultWhenItDec
   EXPECT_THAT(r.out,
               AllOf(HasSubstr("\n  placement: chief (declared by the plugin: rank 0 alone"),
                     HasSubstr("ranks = overrides it)"),
-                    HasSubstr("in a distributed job: chief (the placement above) by default")));
+                    HasSubstr("(default: the plugin's placement); for this plugin: chief\n")));
   r = describe("placed_c_all");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\n  placement: all (declared by the plugin: every rank"));
@@ -44,7 +44,7 @@ TEST_F(PluginPlacement, DescribeShowsWhatThePluginDeclaresAndTheDefaultWhenItDec
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out,
                 AllOf(HasSubstr("\n  placement: all (not declared by the plugin, so every rank"),
-                      HasSubstr("in a distributed job: all (the placement above) by default")))
+                      HasSubstr("(default: the plugin's placement); for this plugin: all\n")))
         << id;
   }
   // A built-in says it the same way: from its note.

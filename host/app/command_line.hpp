@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,11 @@ inline std::optional<boost::program_options::variables_map> parse_command_line(
     return std::nullopt;
   }
   return vm;
+}
+
+// The words of a repeatable path option (--plugin-dir) as paths.
+inline std::vector<std::filesystem::path> to_paths(const std::vector<std::string>& words) {
+  return {words.begin(), words.end()};
 }
 
 }  // namespace hookhost::app

@@ -389,58 +389,141 @@ void read_sha256(const KeyReading& r) {
   r.hook->sha256 = hex;
 }
 
+// The step filters and the observer keys: kept with the plugin's parameters, where
+// split_step_filter() and split_observer_keys() take them unless the plugin declares one.
+void read_plugin_or_host_key(const KeyReading& r) {
+  r.hook->params.erase(r.entry.key);
+  r.hook->params.emplace(r.entry.key, r.entry.value);
+}
+
 constexpr unsigned kBoth = kRunSection | kHookSection;
+constexpr bool kRepeats = true;
+constexpr KeyOwner kUnlessDeclared = KeyOwner::host_unless_declared;
 
 constexpr std::array kKeys = {
-    ConfigKey{kRunSection, "plugin_dir", read_plugin_dir, true},
-    ConfigKey{kRunSection, "run_dir", read_run_dir},
-    ConfigKey{kBoth, "log_level", read_log_level},
-    ConfigKey{kBoth, "on_error", read_on_error},
-    ConfigKey{kRunSection, "max_state_mb", read_max_state_mb},
-    ConfigKey{kRunSection, "checkpoint_dir", read_checkpoint_dir},
-    ConfigKey{kRunSection, "keep_checkpoints", read_keep_checkpoints},
-    ConfigKey{kRunSection, "checkpoint_wait", read_checkpoint_wait},
-    ConfigKey{kRunSection, "time_every_n_steps", read_time_every_n_steps},
-    ConfigKey{kRunSection, "allow_insecure_plugins", read_allow_insecure_plugins},
-    ConfigKey{kRunSection, "allowed_plugins", read_allowed_plugins},
-    ConfigKey{kBoth, "isolation", read_isolation},
-    ConfigKey{kBoth, "isolation_group", read_isolation_group},
-    ConfigKey{kBoth, "call_timeout_ms", read_call_timeout_ms},
-    ConfigKey{kBoth, "memory_limit_mb", read_memory_limit_mb},
-    ConfigKey{kBoth, "on_crash", read_on_crash},
-    ConfigKey{kBoth, "max_restarts", read_max_restarts},
-    ConfigKey{kRunSection, "untrusted", read_untrusted},
-    ConfigKey{kBoth, "confine", read_confine},
-    ConfigKey{kBoth, "allow_read", read_allow_read},
-    ConfigKey{kBoth, "allow_write", read_allow_write},
-    ConfigKey{kBoth, "allow_network", read_allow_network},
-    ConfigKey{kBoth, "allow_processes", read_allow_processes},
-    ConfigKey{kBoth, "limit_cpu_secs", read_limit_cpu_secs},
-    ConfigKey{kBoth, "limit_file_mb", read_limit_file_mb},
-    ConfigKey{kBoth, "limit_open_files", read_limit_open_files},
-    ConfigKey{kBoth, "limit_processes", read_limit_processes},
-    ConfigKey{kRunSection, "distributed", read_distributed},
-    ConfigKey{kRunSection, "collective_timeout_ms", read_collective_timeout_ms},
-    ConfigKey{kHookSection, "plugin", read_plugin},
-    ConfigKey{kHookSection, "enabled", read_enabled},
-    ConfigKey{kHookSection, "order", read_order},
-    ConfigKey{kHookSection, "ranks", read_ranks},
-    ConfigKey{kHookSection, "sha256", read_sha256},
+    ConfigKey{kHookSection, "plugin", read_plugin, "the plugin id (default: NAME)"},
+    ConfigKey{kHookSection, "enabled", read_enabled, "true or false (default true)"},
+    ConfigKey{kHookSection, "order", read_order,
+              "call order, lower first (default 0; equal: config order)"},
+    ConfigKey{kRunSection, "plugin_dir", read_plugin_dir,
+              "a plugin folder, searched after --plugin-dir; may repeat (default: "
+              "HOOKHOST_PLUGIN_PATH, then the built-in plugins)",
+              kRepeats},
+    ConfigKey{kRunSection, "run_dir", read_run_dir,
+              "where outputs and checkpoints go (default: hookhost-run in the current folder)"},
+    ConfigKey{kBoth, "log_level", read_log_level,
+              "this hook's log level: trace, debug, info, warn, error, critical or off (default: "
+              "[run] log_level, info)"},
+    ConfigKey{kBoth, "on_error", read_on_error,
+              "what a hook error leads to: disable, continue, stop or fail (default: [run] "
+              "on_error, disable)"},
+    ConfigKey{kRunSection, "max_state_mb", read_max_state_mb,
+              "the largest state one hook instance may store, in MiB, 1 to 4096 (default 16)"},
+    ConfigKey{
+        kRunSection, "checkpoint_dir", read_checkpoint_dir,
+        "where checkpoints go; a relative folder is in the run directory (default checkpoints)"},
+    ConfigKey{kRunSection, "keep_checkpoints", read_keep_checkpoints,
+              "how many checkpoints to keep, newest by step; 0 keeps all (default 5)"},
+    ConfigKey{kRunSection, "checkpoint_wait", read_checkpoint_wait,
+              "true: a checkpoint asked for during a write waits for it, so every one is written "
+              "(default false)"},
+    ConfigKey{
+        kRunSection, "time_every_n_steps", read_time_every_n_steps,
+        "before_run and after_run are timed on one step in this many, 1 to 1000000 (default 64)"},
+    ConfigKey{kRunSection, "allow_insecure_plugins", read_allow_insecure_plugins,
+              "true loads plugins that fail the trust rules (default false)"},
+    ConfigKey{kRunSection, "allowed_plugins", read_allowed_plugins,
+              "comma-separated plugin ids, the only ones hooks may use (default: every id)"},
+    ConfigKey{kBoth, "isolation", read_isolation,
+              "in_process, or process: a runner process of its own (default: [run] isolation, "
+              "in_process)"},
+    ConfigKey{kBoth, "isolation_group", read_isolation_group,
+              "share one runner with the hooks of this group (isolation = process; default: a "
+              "runner each)"},
+    ConfigKey{kBoth, "call_timeout_ms", read_call_timeout_ms,
+              "a call's time limit; a sandboxed call over it is killed (default 0: none; 60000 "
+              "with isolation = process)"},
+    ConfigKey{kBoth, "memory_limit_mb", read_memory_limit_mb,
+              "the runner's memory limit in MiB (isolation = process; default 0: none)"},
+    ConfigKey{kBoth, "on_crash", read_on_crash,
+              "what a lost runner leads to: restart, disable, stop or fail (isolation = process; "
+              "default restart)"},
+    ConfigKey{kBoth, "max_restarts", read_max_restarts,
+              "restarts before the hook is disabled, 0 to 1000 (default 3)"},
+    ConfigKey{kRunSection, "untrusted", read_untrusted,
+              "process: a hook whose isolation is set nowhere runs in a runner when its plugin "
+              "imports process-wide calls (default in_process)"},
+    ConfigKey{kBoth, "confine", read_confine,
+              "off, sandboxed or required: confine a sandboxed hook to its capability policy "
+              "(default: [run] confine, sandboxed)"},
+    ConfigKey{kBoth, "allow_read", read_allow_read,
+              "comma-separated files or folders a confined hook may read besides its plugin's "
+              "needs (default none)"},
+    ConfigKey{kBoth, "allow_write", read_allow_write,
+              "comma-separated files or folders a confined hook may write besides its plugin's "
+              "needs (default none)"},
+    ConfigKey{kBoth, "allow_network", read_allow_network,
+              "true lets a confined hook open network sockets, false refuses them (default: as its "
+              "plugin declares)"},
+    ConfigKey{kBoth, "allow_processes", read_allow_processes,
+              "true lets a confined hook start processes, false refuses them (default: as its "
+              "plugin declares)"},
+    ConfigKey{kBoth, "limit_cpu_secs", read_limit_cpu_secs,
+              "the CPU seconds of a confined hook's runner (default 0: no limit)"},
+    ConfigKey{kBoth, "limit_file_mb", read_limit_file_mb,
+              "the largest file a confined hook's runner may write, in MiB (default 0: no limit)"},
+    ConfigKey{kBoth, "limit_open_files", read_limit_open_files,
+              "the open files of a confined hook's runner, 0 or at least 16 (default 0: no limit)"},
+    ConfigKey{
+        kBoth, "limit_processes", read_limit_processes,
+        "the processes of the job's user a confined hook's runner may start (default 0: no limit)"},
+    ConfigKey{kRunSection, "distributed", read_distributed,
+              "none, or mpi for a job started by mpirun -np N (default none)"},
+    ConfigKey{kRunSection, "collective_timeout_ms", read_collective_timeout_ms,
+              "how long a hook's hh.dist/1 collective waits for the other processes, 1 to 86400000 "
+              "(default 60000)"},
+    ConfigKey{
+        kHookSection, "ranks", read_ranks,
+        "in a distributed job: chief, all, or ranks such as 0,2 (default: the plugin's placement)"},
+    ConfigKey{kHookSection, "sha256", read_sha256,
+              "the plugin file's SHA-256: the job refuses any other file (default: none)"},
+    ConfigKey{kHookSection, "every_n_steps", read_plugin_or_host_key,
+              "call before_run and after_run only on global steps that are multiples of N "
+              "(default: every step)",
+              false, kUnlessDeclared},
+    ConfigKey{kHookSection, "at_steps", read_plugin_or_host_key,
+              "call before_run and after_run only on these global steps, comma-separated (default: "
+              "every step)",
+              false, kUnlessDeclared},
+    ConfigKey{
+        kHookSection, "first_n", read_plugin_or_host_key,
+        "call before_run and after_run only on the first N steps of this run (default: every step)",
+        false, kUnlessDeclared},
+    ConfigKey{kHookSection, "mode", read_plugin_or_host_key,
+              "step, or observe: the hook runs behind the step, on a worker thread (default: the "
+              "plugin's mode)",
+              false, kUnlessDeclared},
+    ConfigKey{kHookSection, "queue", read_plugin_or_host_key,
+              "the steps an observer's queue holds, 1 to 65536 (mode = observe; default 8)", false,
+              kUnlessDeclared},
+    ConfigKey{kHookSection, "policy", read_plugin_or_host_key,
+              "block or skip: what a step does when an observer's queue is full (default block)",
+              false, kUnlessDeclared},
 };
 
 // kHostHookKeys (hookhost/host/hook_keys.hpp: discovery refuses plugin parameters with these
-// names) is this table's [hook.NAME] keys.
+// names) is this table's [hook.NAME] keys that are always the host's.
 constexpr bool hook_keys_match() {
   std::size_t hook_keys = 0;
   for (const ConfigKey& key : kKeys) {
-    if (!(key.sections & kHookSection)) continue;
+    if (!(key.sections & kHookSection) || key.owner != KeyOwner::host) continue;
     ++hook_keys;
     if (std::find(kHostHookKeys.begin(), kHostHookKeys.end(), key.name) == kHostHookKeys.end())
       return false;
   }
   return hook_keys == kHostHookKeys.size();
 }
-static_assert(hook_keys_match(), "kHostHookKeys must list exactly the [hook.NAME] keys");
+static_assert(hook_keys_match(), "kHostHookKeys must list exactly the host's own [hook.NAME] keys");
 
 }  // namespace
 

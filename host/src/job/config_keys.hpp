@@ -28,15 +28,28 @@ struct KeyReading {
 // The sections a key belongs to (a bit set).
 enum KeySections : unsigned { kRunSection = 1, kHookSection = 2 };
 
+// Whose a [hook.NAME] key is.
+enum class KeyOwner {
+  host,  // always the host's: a plugin that declares a parameter of its name is refused
+  // The host's unless the hook's plugin declares a parameter of its name, which then keeps it (the
+  // step filters and the observer keys). Read with the plugin's parameters; split_step_filter()
+  // and split_observer_keys() take it out.
+  host_unless_declared,
+};
+
 struct ConfigKey {
   unsigned sections;  // KeySections
   std::string_view name;
   // Checks the value and stores it; throws ConfigError starting with `at` and naming the key.
   void (*read)(const KeyReading& reading);
+  // What the key does and its default, one line (`hookhost plugins describe` lists the [hook.NAME]
+  // keys with it); for a key of both sections, as a [hook.NAME] key.
+  std::string_view help;
   bool may_repeat = false;  // given more than once, each adds to the list
+  KeyOwner owner = KeyOwner::host;
 };
 
-// Every key, in the order the [run] keys are listed in messages.
+// Every key, in the order messages list the [run] keys and `plugins describe` the [hook.NAME] ones.
 std::span<const ConfigKey> config_keys();
 
 // The key `name` of `section` ("run" or "hook.NAME"), or null.
