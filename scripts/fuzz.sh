@@ -18,24 +18,36 @@ cmake -S tests/fuzz -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_CXX_C
 cmake --build "$build" -j "$jobs"
 
 mkdir -p "$build/artifacts"
-for target in config_parser plugin_note runner_protocol; do
+targets=(config_parser plugin_note runner_protocol)
+# The targets run side by side: each for its own bounded time, so the script takes `seconds`, not
+# three times that.
+echo "== fuzz_${targets[0]}, fuzz_${targets[1]}, fuzz_${targets[2]}: ${seconds}s each, side by side =="
+pids=()
+for target in "${targets[@]}"; do
   corpus="$build/corpus/$target"
   mkdir -p "$corpus"
   # Freshly built plugins, when there are any, are the best seeds for the note reader.
   if [ "$target" = plugin_note ] && [ -d build/lib/hookhost/plugins ]; then
     cp build/lib/hookhost/plugins/*.so "$corpus/"
   fi
-  log="$build/fuzz_$target.log"
-  echo "== fuzz_$target: ${seconds}s =="
   # The first folder receives new inputs; the seeds in the repo are only read. A crash leaves its
   # input in $build/artifacts/ and fails this script.
-  if ! "$build/fuzz_$target" -max_total_time="$seconds" -print_final_stats=1 \
+  "$build/fuzz_$target" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$target-" "$corpus" "tests/fuzz/corpus/$target" \
-    >"$log" 2>&1; then
+    >"$build/fuzz_$target.log" 2>&1 &
+  pids+=($!)
+done
+status=0
+for i in "${!targets[@]}"; do
+  target=${targets[$i]}
+  log="$build/fuzz_$target.log"
+  if ! wait "${pids[$i]}"; then
     tail -60 "$log" >&2
     echo "hookhost: fuzz_$target found a crash; the input is in $build/artifacts/" >&2
-    exit 1
+    status=1
+    continue
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  echo "fuzz_$target: $runs executions in ${seconds}s, corpus $(ls "$corpus" | wc -l) inputs, no crash"
+  echo "fuzz_$target: $runs executions in ${seconds}s, corpus $(ls "$build/corpus/$target" | wc -l) inputs, no crash"
 done
+exit $status
