@@ -197,7 +197,10 @@ TEST_F(StepFilterJob, BadValuesStopTheJobNamingFileLineAndKey) {
 
 TEST_F(StepFilterJob, TooManyAtStepsAreRefused) {
   std::string steps;
-  for (int i = 0; i <= 100000; ++i) steps += (i ? "," : "") + std::to_string(i);
+  for (int i = 0; i <= 100000; ++i) {
+    if (i) steps += ',';
+    steps += std::to_string(i);
+  }
   const ProcessResult r = run("at_steps = " + steps);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.out, HasSubstr("lists more than 100000 steps; use every_n_steps"));
