@@ -10,6 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
+# Tests spend much of their time waiting on the processes they start: two per core.
+test_jobs=$((jobs * 2))
 
 phases=()
 phase_start=$(date +%s)
@@ -36,7 +38,7 @@ build/bin/hookhost plugins list >/dev/null
 phase_done "build (Release, tests, benchmarks, examples)"
 
 echo "== the suite =="
-ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
+ctest --test-dir build --output-on-failure --no-tests=error -j "$test_jobs"
 phase_done "the suite ($(ctest --test-dir build -N | sed -n 's/^Total Tests: //p') tests)"
 
 echo "== the installed package, as a third-party author uses it =="
@@ -57,7 +59,7 @@ if [ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs"
+    ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$test_jobs"
   phase_done "the suite under ASan + UBSan ($(ctest --test-dir build-asan -N | sed -n 's/^Total Tests: //p') tests)"
 fi
 
