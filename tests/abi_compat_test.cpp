@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::ElementsAre;
 
@@ -203,5 +204,6 @@ TEST(HandWrittenNote, DeclaresNeedsTheEntryCannotSayAndStillLoads) {
   EXPECT_EQ(h.run().outcome, Outcome::completed) << h.log();
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

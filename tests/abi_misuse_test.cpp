@@ -8,6 +8,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -118,11 +119,13 @@ TEST(AbiMisuse, RewritingTheHookAfterCreateCannotMakeTheHostCallNull) {
   EXPECT_THAT(run_abuse("reinit_hook"), HasSubstr("destroyed=1\n"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 TEST(AbiMisuse, AnExceptionEscapingDestroyIsLoggedWithTheInstanceName) {
   PluginHarness h({}, {"throwing_destroy"});
@@ -134,5 +137,6 @@ TEST(AbiMisuse, AnExceptionEscapingDestroyIsLoggedWithTheInstanceName) {
                                             "): an exception escaped destroy(): boom in destroy"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

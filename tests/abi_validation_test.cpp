@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -218,5 +219,6 @@ TEST(ViewValidation, FetchNamesAreCapped) {
   EXPECT_THAT(check_name(g_long_name.c_str()), HasSubstr("longer than 1024 bytes"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -20,6 +20,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -645,5 +646,6 @@ TEST(CheckMemoryTest, OnlyClearSteadyGrowthIsReported) {
   EXPECT_FALSE(check::resident_bytes(-1).has_value());
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -86,5 +87,6 @@ TEST(CheckpointFailures, AJobWhoseCheckpointsFailedSaysSoAndExits1) {
   EXPECT_THAT(r.out, HasSubstr(folder.parent_path().string())) << r.out;
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -18,6 +18,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -92,5 +93,6 @@ TEST(CheckpointLastWritten, ItsRunEventIsStampedWhenTheCheckpointWasTaken) {
   EXPECT_LE(it->at, after);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

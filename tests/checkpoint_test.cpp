@@ -58,6 +58,7 @@ extern "C" int fsync(int fd) {
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -969,5 +970,6 @@ TEST(RestoredStates, AStateSavedByAnotherPluginIsDroppedWithAWarningNamingBoth) 
   EXPECT_THAT(h.log(), Not(HasSubstr("hook 'untagged' saved by")));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

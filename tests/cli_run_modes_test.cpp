@@ -13,6 +13,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -279,5 +280,6 @@ TEST_F(CliRunModes, TheInstalledDemoWritesWhereItIsRunAndTheInstalledReadmeSaysW
   EXPECT_FALSE(fs::exists(prefix / "share" / "doc" / "runs"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -17,6 +17,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -619,5 +620,6 @@ TEST_F(CliTest, AnEndFailureUnderFailMakesTheJobFailAfterEveryEnd) {
   EXPECT_EQ(trace_calls(read_file(run_dir() / "trace.jsonl"), "end"), 1);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

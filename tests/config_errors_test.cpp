@@ -10,6 +10,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -372,5 +373,6 @@ TEST_F(ConfigAcceptedTest, DisabledHookWithGoodParametersDoesNotRun) {
   EXPECT_FALSE(fs::exists(dir_ / "conf" / "out" / "trace.jsonl"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -14,6 +14,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -168,5 +169,6 @@ TEST(HostHookKeys, AKeyAPluginMayKeepIsReadWithTheParameters) {
   EXPECT_EQ(config.hooks[0].params.count("mode"), 1u);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -9,6 +9,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -225,5 +226,6 @@ TEST_F(ConfigTest, MissingFileAndBadOverride) {
   EXPECT_THAT(error_of("", {"hook.bad name.x=1"}), HasSubstr("letters, digits"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

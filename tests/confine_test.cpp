@@ -21,6 +21,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -546,5 +547,6 @@ TEST_F(Confine, CheckNamesAFileOutsideTheDeclaredPolicyAndTheLineToDeclareIt) {
   EXPECT_THAT(r.out, Not(HasSubstr("denied by its capability policy"))) << r.out;
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

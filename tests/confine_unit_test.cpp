@@ -35,6 +35,7 @@
 
 namespace hookhost::confine {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using testing::TempDir;
@@ -762,5 +763,6 @@ TEST(ConfineKernelSupport, NamesWhatAKernelCannotEnforce) {
   EXPECT_THAT(describe_confinement(no_landlock), HasSubstr("file access (no Landlock"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::confine

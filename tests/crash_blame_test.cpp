@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -129,5 +130,6 @@ TEST(CrashBlameStep, InProcessBlameAndSandboxedErrorLineNameTheSameStep) {
   }
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

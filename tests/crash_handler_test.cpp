@@ -14,6 +14,7 @@
 
 #include "runtime/crash_blame.hpp"
 
+// Outside the file's own namespace: the program's sigaction below reads them.
 namespace {
 
 constexpr int kInterposerReached = 42;
@@ -32,6 +33,7 @@ extern "C" int sigaction(int sig, const struct sigaction* act, struct sigaction*
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 // The program's sigaction does run outside the crash: installing goes through it.
 TEST(CrashHandler, TheProgramsOwnSigactionIsInPlace) {
@@ -74,5 +76,6 @@ TEST(CrashHandler, AbortDiesOfSigabrtWithItsBlameLine) {
       ::testing::KilledBySignal(SIGABRT), "hookhost: SIGABRT \\(signal 6\\) while ");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

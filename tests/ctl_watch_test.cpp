@@ -28,6 +28,7 @@ extern char** environ;
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -302,5 +303,6 @@ TEST_F(CtlWatchTest, AnIntervalOutOfRangeOrWatchWithAnotherRequestIsAUsageError)
   EXPECT_THAT(not_status.err, HasSubstr("--watch goes with status"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

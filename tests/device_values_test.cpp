@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 const float kDeviceBytes[2] = {-1.0f, -1.0f};  // stands for device memory: never read on the host
 
@@ -145,5 +146,6 @@ TEST(DeviceValues, AHostCopyMustBeOnTheHostWithTheSameDtypeAndShape) {
                std::invalid_argument);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -26,6 +26,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -439,5 +440,6 @@ TEST(Discovery, RefusesAParameterNamedLikeAHostOwnedHookKey) {
   for (std::string_view key : kHostHookKeys) EXPECT_THAT(reason, HasSubstr(std::string(key)));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

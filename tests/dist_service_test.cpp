@@ -13,6 +13,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -254,5 +255,6 @@ TEST(DistServiceConfig, CollectiveTimeoutIsAPositiveNumberOfMilliseconds) {
   }
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

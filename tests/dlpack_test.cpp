@@ -13,6 +13,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 // A fixed byte pattern in every byte (padding included), so a refused call can be shown to have
 // written nothing, and an accepted one to have written every field that is checked.
@@ -551,5 +552,6 @@ TEST(DlpackHostValidation, AcceptsEveryViewFromDlpack) {
   EXPECT_EQ(produced, 9 * 5 * 4 * 6 * 2 * 4);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

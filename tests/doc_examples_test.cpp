@@ -27,6 +27,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -227,5 +228,6 @@ TEST(DocExamples, TheDeclaredNeedsExampleBuildsDescribesAndRuns) {
   EXPECT_THAT(lines[1], ::testing::MatchesRegex("[0-9]+,[-0-9.e+]+"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -33,6 +33,7 @@ void PrintTo(const PluginNeeds& n, std::ostream* os) {
 }
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -786,5 +787,6 @@ TEST(ElfNote, SurvivesRandomByteFlips) {
   EXPECT_GT(rejected, 0);  // the mutations did reach something the reader checks
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

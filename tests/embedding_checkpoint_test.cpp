@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -48,5 +49,6 @@ TEST(EmbeddingCheckpoints, APublicSaveIsRestoredAndACorruptNewerOneIsSkipped) {
   EXPECT_THAT(restored->skipped[0], HasSubstr("model.ckpt-20"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -15,6 +15,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -150,5 +151,6 @@ TEST(EmbeddingJob, AWorkloadSectionIsRefusedWithItsLine) {
   EXPECT_FALSE(fs::exists(dir.path() / "run"));  // nothing was started
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

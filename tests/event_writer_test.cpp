@@ -27,6 +27,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
@@ -559,5 +560,6 @@ TEST(EventFileRepair, AFailedWriteOfTheWriterThreadIsReportedByTheNextCall) {
   EXPECT_EXIT(fail_in_the_writer_thread(dir.path()), ::testing::ExitedWithCode(0), "");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -19,6 +19,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -124,5 +125,6 @@ TEST_F(LrWarmupExample, InvalidParametersAreConfigurationErrorsNamingTheKey) {
   EXPECT_THAT(config_error({}), HasSubstr("target_lr"));  // required: the host refuses
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

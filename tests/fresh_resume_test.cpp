@@ -15,6 +15,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -136,5 +137,6 @@ TEST_F(FreshResumeTest, EverySkippedCheckpointNamesItsFile) {
             (checkpoints() / "model.ckpt-40").string() + ": the state is bad");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -13,6 +13,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -91,5 +92,6 @@ TEST(HookLogLevel, IsAHostKeyThatPluginsDescribeLists) {
   EXPECT_THAT(r.out, HasSubstr("  log_level        this hook's log level"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

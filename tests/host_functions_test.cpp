@@ -18,6 +18,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 template <class... F>
 std::vector<std::string> names_of(FunctionList<F...>) {
@@ -155,5 +156,6 @@ TEST(EmbedderServices, AnEmbeddersTableForABuiltInIdReachesASandboxedHook) {
   EXPECT_EQ(lines_of(report), std::vector<std::string>{"hh.steps/1 last_step: 9"});
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -18,6 +18,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -219,5 +220,6 @@ TEST(ProcessWideImports, TheNoteAndTheImportsShareOneOpenFile) {
   EXPECT_THAT(read_process_wide_imports(file).error, HasSubstr("cannot open"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

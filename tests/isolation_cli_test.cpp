@@ -13,6 +13,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -291,5 +292,6 @@ TEST_F(IsolationCli, ASandboxedCrashThatFailsTheJobLeavesCheckpointsThatResume) 
   EXPECT_THAT(resumed.out, HasSubstr("job completed"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

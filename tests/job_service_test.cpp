@@ -13,6 +13,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::Contains;
 using ::testing::ElementsAre;
@@ -115,5 +116,6 @@ TEST_F(JobServiceCli, WithoutAConfigFileIsTheWorkingDirectory) {
                                " missing\n"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

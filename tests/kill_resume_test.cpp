@@ -18,6 +18,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -232,5 +233,6 @@ INSTANTIATE_TEST_SUITE_P(InProcessAndSandboxedGroup, KillResumeObservers, ::test
                            return info.param ? "SandboxedInOneGroup" : "InProcess";
                          });
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

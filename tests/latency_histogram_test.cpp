@@ -13,6 +13,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using std::chrono::nanoseconds;
 
@@ -106,5 +107,6 @@ TEST(LatencyHistogram, MergingAddsTheOtherSharesCalls) {
   EXPECT_GE(training.quantile(0.99).count(), 9'000'000);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

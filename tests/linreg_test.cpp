@@ -19,6 +19,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -510,5 +511,6 @@ TEST(Linreg, StepDelayLeavesTimeToKillMidRunAndResume) {
   EXPECT_THAT(resumed.out, HasSubstr("global step " + std::to_string(saved) + " -> 300)"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

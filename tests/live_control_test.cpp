@@ -23,6 +23,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -613,5 +614,6 @@ TEST_F(LiveControlTest, AJobKilledAfterAnAttachResumesWithTheAttachedHookAndItsS
   EXPECT_THAT(end.out, Not(HasSubstr("  rec ")));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

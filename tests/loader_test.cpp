@@ -17,6 +17,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -218,5 +219,6 @@ TEST(Loader, PrivateCopyIsTheCheckedBytesSealedAndOutlivesTheFile) {
   EXPECT_EQ(::write(copy->private_copy_fd(), "x", 1), -1);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

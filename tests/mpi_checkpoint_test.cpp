@@ -13,6 +13,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -284,5 +285,6 @@ INSTANTIATE_TEST_SUITE_P(FewerAndMore, MpiCheckpointResume, ::testing::Values(1,
                            return std::to_string(info.param) + "Processes";
                          });
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

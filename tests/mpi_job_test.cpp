@@ -17,6 +17,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -506,5 +507,6 @@ TEST_F(MpiJob, AGlobalStepWaiterInADistributedJobSaysOnceThatItHoldsBackEveryPro
 // Rank 0 is the chief; rank 1 is not.
 INSTANTIATE_TEST_SUITE_P(OnEachKindOfRank, MpiJobRequestOnRank, ::testing::Values(0, 1), rank_name);
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

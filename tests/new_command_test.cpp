@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 // Every regular file under `dir`, relative to it, with its contents.
 std::map<std::string, std::string> files_under(const fs::path& dir) {
@@ -160,5 +161,6 @@ TEST(NewCommand, RefusesAnUnknownLanguage) {
   EXPECT_FALSE(fs::exists(tmp.path() / "guard"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

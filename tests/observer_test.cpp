@@ -25,6 +25,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -679,5 +680,6 @@ TEST_F(ObserverJob, AnObserversCallsAndSummariesCarryTheTimeTheirStepRan) {
   }
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

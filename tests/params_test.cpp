@@ -9,6 +9,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -143,5 +144,6 @@ TEST(ParamsInPluginCode, ReadingAParameterWronglyNamesTheMistakeAndTheFix) {
   EXPECT_EQ(run("none").exit_code, 0);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

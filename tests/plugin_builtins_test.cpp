@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 // The host's own keys in a [hook.NAME] section (docs/abi.md, section 8).
 const std::set<std::string> kHostOwnedKeys = {"plugin",          "enabled",   "order",
@@ -28,5 +29,6 @@ TEST(BuiltinPlugins, NoneDeclaresAParameterNamedLikeAHostOwnedKey) {
           << "', a key the host takes from [hook.NAME] itself: rename the parameter";
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

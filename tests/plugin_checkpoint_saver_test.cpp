@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -308,5 +309,6 @@ TEST(CheckpointSaver, ValidConfigurationsAreAccepted) {
   EXPECT_EQ(saver_error({{"save_steps", "1"}, {"save_secs", "0.5"}}), "");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

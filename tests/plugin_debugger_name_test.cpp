@@ -17,6 +17,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::StartsWith;
 using namespace hookhost::testing;
@@ -50,5 +51,6 @@ TEST(PluginDebuggerName, TheLoadedCopyIsNamedThroughThisProcesssPid) {
   EXPECT_EQ(read_file(fs::path(added[0])), read_file(found.plugins[0].file));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -297,5 +298,6 @@ TEST(EarlyStopping, NonNumericPatienceIsRejectedByTheHost) {
       AllOf(HasSubstr("hook 'es'"), HasSubstr("'patience'"), Not(HasSubstr("invalid mode"))));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

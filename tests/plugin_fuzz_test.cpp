@@ -21,6 +21,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -561,5 +562,6 @@ TEST(PluginFuzz, TheProgramPrintsUnterminatedErrorMessagesEscapedAndCut) {
   }
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

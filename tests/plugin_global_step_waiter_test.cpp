@@ -10,6 +10,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -109,5 +110,6 @@ TEST(GlobalStepWaiter, TimeoutSecsMustNotBeNegative) {
   EXPECT_EQ(waiter_error({{"wait_until_step", "5"}, {"timeout_secs", "0"}}), "");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

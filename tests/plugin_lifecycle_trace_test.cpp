@@ -10,6 +10,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -147,5 +148,6 @@ TEST(LifecycleTrace, UnwritablePathIsAConfigurationErrorNamingTheInstanceAndKey)
   EXPECT_THAT(h.config_error("fine", "lifecycle_trace", {}), IsEmpty());
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ContainsRegex;
@@ -202,5 +203,6 @@ TEST(LoggingTensor, UnknownTensorFailsTheHookNotTheJob) {
   EXPECT_THAT(info_lines(h.log(), "log"), IsEmpty());
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

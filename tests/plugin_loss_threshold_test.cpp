@@ -9,6 +9,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -67,5 +68,6 @@ TEST(LossThreshold, NonFiniteThresholdIsAConfigError) {
                     HasSubstr("invalid threshold=nan")));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

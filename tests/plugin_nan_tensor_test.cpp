@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -123,5 +124,6 @@ TEST(NanTensor, EmptyLossTensorIsAConfigError) {
               AllOf(HasSubstr("hook 'nan' (plugin 'nan_tensor'"), HasSubstr("'loss_tensor'")));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -10,6 +10,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -89,5 +90,6 @@ TEST_F(PluginPlacement, CheckAcceptsAPluginThatDeclaresItsPlacement) {
   }
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

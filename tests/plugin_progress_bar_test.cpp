@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::Contains;
@@ -171,5 +172,6 @@ TEST(ProgressBar, InvalidModeAndIntervalAreConfigurationErrorsNamingTheKey) {
                       HasSubstr("'every_n_secs' must be > 0")));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -17,6 +17,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::Each;
@@ -241,5 +242,6 @@ TEST(StepCounterConfig, NonPositiveEveryNSecsIsAnErrorNamingTheKey) {
   }
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

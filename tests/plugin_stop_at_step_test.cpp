@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -176,5 +177,6 @@ TEST(StopAtStep, LastStepMustNotBeNegative) {
   EXPECT_EQ(stop_error({{"last_step", "0"}}), "");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

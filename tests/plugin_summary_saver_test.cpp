@@ -19,6 +19,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -286,5 +287,6 @@ TEST(SummarySaverConfig, EmptyTensorListIsAnError) {
                     HasSubstr("'tensors' must name at least one tensor")));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

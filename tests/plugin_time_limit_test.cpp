@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -155,5 +156,6 @@ TEST(TimeLimit, BothMayBeGiven) {
   EXPECT_EQ(limit_error({{"max_secs", "60"}, {"stop_file", "STOP"}}), "");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -152,5 +153,6 @@ TEST_F(PluginTrust, OverwritingTheInstalledFileDuringAJobDoesNotHurtIt) {
   EXPECT_THAT(r.out, HasSubstr("job completed"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -21,6 +21,7 @@
 #include "test_support.hpp"
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 namespace fs = std::filesystem;
 using hookhost::Callback;
@@ -823,4 +824,5 @@ TEST_F(PythonHookExample, TheStatefulHookStopsAfterItsPatienceAndResumesCounting
   EXPECT_THAT(run.log_lines("info"), ElementsAre("no improvement for 4 steps (best 0.3333)"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace

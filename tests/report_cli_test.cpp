@@ -9,6 +9,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -121,5 +122,6 @@ TEST(ReportCli, CheckWritesNoRecordAndNoReport) {
   EXPECT_FALSE(fs::exists(dir / "run"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

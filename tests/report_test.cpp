@@ -18,6 +18,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 namespace fs = std::filesystem;
 
 using ::testing::AllOf;
@@ -376,5 +377,6 @@ TEST(ReportHtml, WrittenAtomicallyReplacingAnOldReportAndNamingAMissingRecord) {
   }
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

@@ -17,6 +17,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -195,5 +196,6 @@ INSTANTIATE_TEST_SUITE_P(CreateReturns, OrphanedHost, ::testing::Bool(), [](cons
   return info.param ? std::string("an_error") : std::string("a_hook_without_destroy");
 });
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -14,6 +14,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -584,11 +585,13 @@ TEST_F(RuntimeTest, HookStateIsStoredAndRestoredByInstanceName) {
   EXPECT_THAT(log_.str(), HasSubstr("state for hook 'gone', which is not configured"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -646,5 +649,6 @@ TEST(RuntimeReentry, ARecoveryCallbackThatClosesTheRuntimeIsRefused) {
   EXPECT_THAT(result.reason, HasSubstr("close() called from inside the runtime"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -34,6 +34,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 constexpr auto kHangTimeout = std::chrono::milliseconds(300);
 // Generous: only a hook that hangs on purpose should ever reach it.
@@ -1038,5 +1039,6 @@ TEST(SandboxTest, FedViewsCrossSoTheHostsChecksSeeWhatThePluginGave) {
   EXPECT_FALSE(decoded.present);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

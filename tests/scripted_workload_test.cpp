@@ -9,6 +9,7 @@
 #include "testing/scripted_workload.hpp"
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using hookhost::StepResult;
 using hookhost::StepStatus;
@@ -119,4 +120,5 @@ TEST(ScriptedWorkload, RecordsEveryCreationAndCanRestoreAStepOnCreate) {
   EXPECT_EQ(restored.creation(), 2);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace

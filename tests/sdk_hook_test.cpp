@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 namespace fs = std::filesystem;
 using hookhost::Callback;
@@ -80,4 +81,5 @@ TEST(SdkExceptions, AHookhostErrorKeepsItsOwnMessageAlone) {
   EXPECT_EQ(run.failure->message, "the hook's own message");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace

@@ -8,6 +8,7 @@
 #include <hookhost/sdk/json.hpp>
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using hookhost::json_string;
 
@@ -48,4 +49,5 @@ TEST(SdkJson, AppendsToWhatIsThere) {
   EXPECT_EQ(json_string(huge).size(), 2 * huge.size() + 2);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace

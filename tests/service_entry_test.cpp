@@ -51,6 +51,7 @@ ProbeService& service_detail::service_for<ProbeService>(HostServices&) {
 }
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -214,5 +215,6 @@ TEST_F(BuiltinServices, TheLastStepIsTheSmallestPublishedOrTheWorkloads) {
   EXPECT_EQ(steps->last_step(host()), 40);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

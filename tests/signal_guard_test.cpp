@@ -20,6 +20,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -160,5 +161,6 @@ TEST(SignalInterposer, AHangingHandlerCannotSwallowACrash) {
       << r.err;
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -12,6 +12,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -206,5 +207,6 @@ TEST_F(StepFilterJob, TooManyAtStepsAreRefused) {
   EXPECT_THAT(r.out, HasSubstr("lists more than 100000 steps; use every_n_steps"));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -11,6 +11,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::ElementsAre;
 using ::testing::FloatEq;
@@ -51,5 +52,6 @@ TEST(SummaryAfterEnd, ASandboxedPluginThreadIsServedTheSameWay) {
   EXPECT_THAT(run.log_text(), Not(HasSubstr("misbehaving")));
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

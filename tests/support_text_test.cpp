@@ -26,6 +26,7 @@
 
 namespace hookhost {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -165,5 +166,6 @@ TEST(UniqueFdPaths, SignalBridgeClosesItsPipeWhenRefusedAndWhenDestroyed) {
   EXPECT_EQ(open_descriptors(), before);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost

@@ -18,6 +18,7 @@
 #include "testing/harness_run.hpp"
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 namespace fs = std::filesystem;
 using hookhost::Callback;
@@ -650,4 +651,5 @@ TEST(HarnessRun, ARefusedCreateIsTheOutcomesCreateErrorAndNothingRuns) {
   EXPECT_THAT(out.calls.calls, IsEmpty());
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace

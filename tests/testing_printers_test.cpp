@@ -7,6 +7,7 @@
 #include <string>
 
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using hookhost::Callback;
 using hookhost::CrashPolicy;
@@ -54,4 +55,5 @@ TEST(TestingPrinters, AFailedComparisonNamesBothOutcomes) {
       << result.message();
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace

@@ -17,6 +17,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -168,5 +169,6 @@ TEST(UntrustedConfig, DefaultsToInProcessAndReadsBothValues) {
   EXPECT_FALSE(load_job_config(std::nullopt, {"run.untrusted=process"}).isolation.isolation);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing
