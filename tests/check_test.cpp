@@ -7,6 +7,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -35,17 +36,17 @@ struct Json {
   double number = 0;
   std::string text;
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  // An object's members, in order: names[i] is values[i]'s (a pair would need Json complete).
+  std::vector<std::string> member_names;
+  std::vector<Json> member_values;
 
   const Json& at(const std::string& key) const {
-    for (const auto& [name, value] : members)
-      if (name == key) return value;
+    for (size_t i = 0; i < member_names.size(); ++i)
+      if (member_names[i] == key) return member_values[i];
     throw std::runtime_error("no member '" + key + "'");
   }
   bool has(const std::string& key) const {
-    for (const auto& member : members)
-      if (member.first == key) return true;
-    return false;
+    return std::find(member_names.begin(), member_names.end(), key) != member_names.end();
   }
 };
 
@@ -110,7 +111,8 @@ class JsonReader {
         skip_space();
         std::string key = read_string();
         expect(':');
-        value.members.emplace_back(std::move(key), read_value());
+        value.member_names.push_back(std::move(key));
+        value.member_values.push_back(read_value());
       } while (take(','));
       expect('}');
     } else if (c == '[') {

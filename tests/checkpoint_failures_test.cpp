@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "process.hpp"
+#include "support/sanitizer.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -41,7 +42,7 @@ std::string job_ini(const std::string& run_section_extra, const std::string& hoo
 // A hook leaves the process too little address space for a new thread before the first save:
 // every checkpoint is still written, since the writer thread was started before any hook ran.
 TEST(CheckpointFailures, AHookThatExhaustsMemoryBeforeTheFirstSaveDoesNotStopCheckpoints) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
   // AddressSanitizer maps its own memory as the program runs: an address-space cap stops it, not
   // the checkpoint writer.
   GTEST_SKIP() << "an address-space cap and AddressSanitizer do not mix";

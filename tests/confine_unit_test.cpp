@@ -31,6 +31,7 @@
 #include "confine/kernel_support.hpp"
 #include "confine/policy.hpp"
 #include "confine/violation.hpp"
+#include "support/sanitizer.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::confine {
@@ -549,7 +550,7 @@ TEST_F(ConfineApply, AnOpenFilesLimitBelowWhatLandlockNeedsStillApplies) {
 
 // VmSize, rounded up; under ASan apply_policy adds it itself (its shadow), so 0 there.
 uint64_t address_space_in_use_mb() {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
   return 0;
 #else
   std::ifstream status("/proc/self/status");

@@ -7,6 +7,7 @@
 #include <csignal>
 
 #include "process.hpp"
+#include "support/sanitizer.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -61,7 +62,7 @@ TEST_P(CrashBlame, TheLastLineNamesTheHookCallAndTheStatusIsNotSuccess) {
   ProcessResult r = run_hookhost(
       {"run", "--config", (dir / "job.ini").string(), "--plugin-dir", plugins.string()},
       dir.path());
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
   // AddressSanitizer reports a fault itself (the blame line comes first) and exits with its own
   // status; it leaves SIGABRT alone.
   const bool sanitizer_reports = c.exit_code > 128 && c.exit_code != 128 + SIGABRT;

@@ -13,6 +13,7 @@
 #include <csignal>
 
 #include "runtime/crash_blame.hpp"
+#include "support/sanitizer.hpp"
 
 // Outside the file's own namespace: the program's sigaction below reads them.
 namespace {
@@ -48,7 +49,7 @@ TEST(CrashHandler, TheProgramsOwnSigactionIsInPlace) {
 // AddressSanitizer (whose report was the previous disposition), with its report's status; never
 // with the status of the program's own sigaction.
 bool died_of_sigsegv(int status) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
   return !WIFEXITED(status) ||
          (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != kInterposerReached);
 #else

@@ -18,6 +18,7 @@
 #include "plugin_harness.hpp"
 #include "process.hpp"
 #include "storage/checkpoint.hpp"
+#include "support/sanitizer.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -44,7 +45,7 @@ const char* const kPlugin = HOOKHOST_BUILTIN_DIR "/python_hook.so";
 class PythonHook : public ::testing::Test {
  protected:
   void SetUp() override {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
     GTEST_SKIP() << "python_hook is not built with HOOKHOST_SANITIZE (CPython is leak-noisy)";
 #endif
   }

@@ -10,7 +10,8 @@
 
 extern "C" {
 
-void _exit(int status) noexcept {
+// Declared as glibc declares each: _exit without noexcept, _Exit with it.
+void _exit(int status) {
   status = hookhost::CrashBlame::exit_status_for("_exit()", status);
   ::syscall(SYS_exit_group, status);
   __builtin_unreachable();

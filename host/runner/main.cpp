@@ -40,8 +40,9 @@
 #include "plugins/entry_check.hpp"
 #include "protocol.hpp"
 #include "support/exception_text.hpp"
+#include "support/sanitizer.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
 // Crashes stay the kernel's, so the host names the signal (ASan would catch SIGSEGV and exit with
 // status 1), and an allocation refused under memory_limit_mb returns NULL as it does without ASan.
 // Leaks of a plugin are not the runner's to report.

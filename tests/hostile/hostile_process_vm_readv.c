@@ -20,8 +20,10 @@ static void hostile_attempt(hostile* h) {
   local.iov_len = sizeof buffer;
   remote.iov_base = (void*)start;
   remote.iov_len = sizeof buffer;
+  /* syscall() reads each argument as a long: pass longs. */
   hostile_report(h, "process_vm_readv(host)",
-                 syscall(SYS_process_vm_readv, hostile_host_pid(), &local, 1, &remote, 1, 0));
+                 syscall(SYS_process_vm_readv, (long)hostile_host_pid(), &local, 1UL, &remote, 1UL,
+                         0UL));
 }
 
 HH_PLUGIN_DEFINE("hostile_process_vm_readv", "1.0.0", "Test fixture: reads the host's memory",

@@ -18,6 +18,7 @@
 #include "check/verdicts.hpp"
 #include "hookhost/host/params.hpp"
 #include "support/display_text.hpp"
+#include "support/sanitizer.hpp"
 #include "support/text.hpp"
 
 namespace hookhost::check {
@@ -37,7 +38,7 @@ constexpr int64_t kNeighbourFailsAt = 8;
 const std::vector<int64_t> kMemorySamples = {100, 550, 1000};
 constexpr uint64_t kMemoryGrowthThreshold = uint64_t{8} << 20;
 constexpr int kMaxLearningAttempts = 3;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
 // AddressSanitizer's quarantine keeps freed memory resident, so the runner's RSS grows with every
 // allocation whether or not anything leaks.
 constexpr bool kResidentMemoryTellsLeaks = false;

@@ -11,6 +11,8 @@
 #include <string>
 #include <tuple>
 
+#include "support/sanitizer.hpp"
+
 namespace hookhost::confine {
 namespace {
 
@@ -43,7 +45,7 @@ std::string set_early_limits(const ResourceLimits& limits) {
 }
 
 uint64_t address_space_base() {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOOKHOST_ASAN)
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);)
     if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;

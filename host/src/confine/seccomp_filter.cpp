@@ -60,12 +60,12 @@ std::string load_seccomp_filter(const CapabilityPolicy& policy) {
             add(call.name, call.nr, fatal, {SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)});
         break;
       case DeniedWhen::other_pid:
-        add(call.name, call.nr, refuse, {SCMP_A0(SCMP_CMP_NE, self)});
+        add(call.name, call.nr, refuse, {SCMP_A0(SCMP_CMP_NE, self, 0)});
         break;
       case DeniedWhen::always_eperm: add(call.name, call.nr, refuse, {}); break;
       case DeniedWhen::not_af_unix:
         if (!policy.network)
-          add(call.name, call.nr, refuse, {SCMP_A0(SCMP_CMP_NE, uint64_t{AF_UNIX})});
+          add(call.name, call.nr, refuse, {SCMP_A0(SCMP_CMP_NE, uint64_t{AF_UNIX}, 0)});
         break;
       case DeniedWhen::without_network:
         if (!policy.network) add(call.name, call.nr, refuse, {});
@@ -83,13 +83,13 @@ std::string load_seccomp_filter(const CapabilityPolicy& policy) {
   // sixth argument that none of them uses, and Landlock decides.
   if (policy.restrict_files && names_file_denials(policy.processes))
     for (const FileCall& call : file_calls())
-      add(call.name, call.nr, SCMP_ACT_TRAP, {SCMP_A5(SCMP_CMP_NE, kFileCallPassMagic)});
+      add(call.name, call.nr, SCMP_ACT_TRAP, {SCMP_A5(SCMP_CMP_NE, kFileCallPassMagic, 0)});
   // clone3 takes its flags in memory, where a filter cannot read them: ENOSYS makes glibc fall
   // back to clone, whose flags the rules above see.
   add("clone3", SCMP_SYS(clone3), SCMP_ACT_ERRNO(ENOSYS), {});
   // The reporter stays: a hook may ask what the SIGSYS action is, never set one.
   add("rt_sigaction", SCMP_SYS(rt_sigaction), SCMP_ACT_ERRNO(EPERM),
-      {SCMP_A0(SCMP_CMP_EQ, uint64_t{SIGSYS}), SCMP_A1(SCMP_CMP_NE, 0)});
+      {SCMP_A0(SCMP_CMP_EQ, uint64_t{SIGSYS}, 0), SCMP_A1(SCMP_CMP_NE, 0, 0)});
   if (!error.empty()) return error;
   // NO_NEW_PRIVS is the caller's (apply_policy sets it before Landlock).
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0); rc != 0)

@@ -317,7 +317,7 @@ bool Runtime::start() {
   m.log->info("hook order: {}", order.empty() ? "(no hooks)" : join(order, ", "));
   for (const auto& [name, _] : m.restored_states)
     if (std::none_of(m.engine.slots().begin(), m.engine.slots().end(),
-                     [&](const auto& s) { return s->hook.name() == name; }))
+                     [&name = name](const auto& s) { return s->hook.name() == name; }))
       m.log->warn("the checkpoint holds state for hook '{}', which is not configured; ignoring it",
                   name);
   m.job.set_global_step(m.session.global_step());
@@ -576,7 +576,7 @@ void Runtime::restore_hook_states(const std::map<std::string, std::string>& stat
   std::map<std::string, SavedHookState> tagged;
   for (const auto& [name, bytes] : states) {
     auto it = std::find_if(impl_->engine.slots().begin(), impl_->engine.slots().end(),
-                           [&](const auto& s) { return s->hook.name() == name; });
+                           [&name = name](const auto& s) { return s->hook.name() == name; });
     const uint32_t version =
         it == impl_->engine.slots().end() ? 1 : (*it)->hook.services().state_version;
     tagged.emplace(name, SavedHookState{"", version, bytes});

@@ -91,8 +91,7 @@ class ProcessDispatchImpl final : public ProcessDispatch, public ObservedExchang
   ProcessDispatchImpl(const LoadedPlugin& plugin, const std::string& instance_name,
                       const ResolvedParams& params, const hh_host& host,
                       const SandboxOptions& options, std::shared_ptr<RunnerGroup> group)
-      : host_(host),
-        call_timeout_(options.call_timeout),
+      : call_timeout_(options.call_timeout),
         group_(std::move(group)),
         plugin_id_(plugin.metadata().id),
         plugin_file_(plugin.file().string()),
@@ -484,7 +483,6 @@ class ProcessDispatchImpl final : public ProcessDispatch, public ObservedExchang
     return std::nullopt;
   }
 
-  const hh_host& host_;
   const std::chrono::milliseconds call_timeout_;
   const std::shared_ptr<RunnerGroup> group_;
   const std::string plugin_id_;
