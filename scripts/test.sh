@@ -50,12 +50,20 @@ scripts/fuzz.sh "${HOOKHOST_FUZZ_SECONDS:-30}"
 phase_done "fuzzers (build and ${HOOKHOST_FUZZ_SECONDS:-30}s each)"
 
 if [ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ]; then
-  # Line tables only (-g1): enough for the sanitizers' reports to name file:line.
-  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
-  scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON \
+  # Built with clang (Debian's, which the fuzzers use too): it compiles sanitized code about twice
+  # as fast as GCC 12, and its warnings are a second compiler's. Line tables only (-g1): enough
+  # for the sanitizers' reports to name file:line. A folder configured with another compiler is
+  # made anew.
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (clang) =="
+  if [ -f build-asan/CMakeCache.txt ] &&
+    ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build-asan/CMakeCache.txt; then
+    rm -rf build-asan
+  fi
+  scripts/build.sh build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON \
     -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_EXAMPLES=ON -DHOOKHOST_BUILD_BENCH=OFF
-  phase_done "build (Debug, ASan + UBSan)"
+  phase_done "build (Debug, ASan + UBSan, clang)"
   echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
