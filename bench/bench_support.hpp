@@ -18,6 +18,8 @@
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/session.hpp>
 
+#include "bench_paths.hpp"
+
 namespace hookhost::bench {
 
 // A fresh folder "PREFIX.XXXXXX" in `parent`, removed with everything in it when this goes, so
@@ -102,7 +104,7 @@ class ValuesSession : public CountingSession {
 inline std::shared_ptr<const LoadedPlugin> bench_plugin(const std::string& id) {
   DiscoveryResult found = discover_plugins({HOOKHOST_BENCH_PLUGIN_DIR});
   const DiscoveredPlugin* p = found.find(id);
-  if (!p) throw std::runtime_error(id + " plugin not found in " HOOKHOST_BENCH_PLUGIN_DIR);
+  if (!p) throw std::runtime_error(id + " plugin not found in " + HOOKHOST_BENCH_PLUGIN_DIR);
   return load_plugin(*p);
 }
 

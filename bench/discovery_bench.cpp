@@ -197,14 +197,9 @@ BENCHMARK(BM_DlopenPlugins)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 // ---- memory ------------------------------------------------------------------------------------
 
-// The hookhost program: next to this benchmark in the build's bin/ folder unless the build names
-// it (HOOKHOST_PROGRAM).
+// The hookhost program: next to this benchmark in the build's bin/ folder.
 fs::path hookhost_program() {
-#ifdef HOOKHOST_PROGRAM
-  return HOOKHOST_PROGRAM;
-#else
   return fs::read_symlink("/proc/self/exe").parent_path() / "hookhost";
-#endif
 }
 
 // The peak resident memory (VmHWM, KiB) of a program run to its end, read from /proc/PID/status

@@ -203,7 +203,7 @@ TEST(DocExamples, TheDeclaredNeedsExampleBuildsDescribesAndRuns) {
   write_file(dir / "loss_file.c", source);
   const ProcessResult cc =
       Process({"-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-               "-I" HOOKHOST_SOURCE_DIR "/plugin_api/include", "-o",
+               "-I" + (fs::path(HOOKHOST_SOURCE_DIR) / "plugin_api" / "include").string(), "-o",
                (dir / "plugins" / "loss_file.so").string(), (dir / "loss_file.c").string()},
               dir.path(), {}, HOOKHOST_C_COMPILER)
           .wait();

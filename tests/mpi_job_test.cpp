@@ -343,7 +343,7 @@ TEST_P(MpiJobRequestOnRank, AnEmbeddingMpiProgramKeepsItsOwnCommunicator) {
   // Three ranks; one asks for a stop after 10 steps: every rank runs step 11 and stops there, with
   // the same reason and the same model, and the program's own allreduces still add up.
   const ProcessResult r =
-      mpirun_process(3, HOOKHOST_MPI_EMBED_PROBE,
+      mpirun_process(3, fs::path(HOOKHOST_BINARY_DIR) / "bin" / "mpi_embed_probe",
                      {"40", requesting_rank(), "10", (dir_ / "runs").string()}, dir_.path())
           .wait();
   ASSERT_EQ(r.exit_code, 0) << r.err;

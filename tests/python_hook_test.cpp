@@ -40,7 +40,7 @@ using ::testing::Not;
 using ::testing::StartsWith;
 using Names = std::vector<std::string>;
 
-const char* const kPlugin = HOOKHOST_BUILTIN_DIR "/python_hook.so";
+const fs::path kPlugin = fs::path(HOOKHOST_BUILTIN_DIR) / "python_hook.so";
 
 class PythonHook : public ::testing::Test {
  protected:
@@ -602,7 +602,7 @@ class Hook(hookhost.SessionRunHook):
     // The hook replaces its own plugin file with another plugin's before it dies: the restarted
     // runner must run the bytes verified when the job started, not what the file has become.
     const fs::path plugin = dir_ / "python_hook.so";
-    const fs::path other = HOOKHOST_BUILTIN_DIR "/nan_tensor.so";
+    const fs::path other = fs::path(HOOKHOST_BUILTIN_DIR) / "nan_tensor.so";
     fs::copy_file(kPlugin, plugin);
     const std::string swapping = R"(
 import os, shutil, hookhost

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.hpp"
+
 namespace hookhost::testing {
 
 namespace fs = std::filesystem;
