@@ -6,6 +6,9 @@
 
 #include <cstring>
 
+#include "support/openat2.hpp"
+#include "support/unique_fd.hpp"
+
 #include "confine/kernel_support.hpp"
 #include "confine/landlock.hpp"
 #include "confine/resource_limits.hpp"
@@ -16,12 +19,17 @@ namespace hookhost::confine {
 namespace {
 
 // Every path of the policy exists now: Landlock binds a rule to what a path names when it is
-// added, and a missing one is the host's mistake whether or not this kernel has Landlock.
+// added, and a missing one is the host's mistake whether or not this kernel has Landlock. One
+// reached through a symbolic link is not looked through (the hook may have planted the link, to
+// nowhere): Landlock leaves it out and says so.
 std::string check_paths(const CapabilityPolicy& policy) {
   for (const auto* paths : {&policy.read, &policy.write})
     for (const std::string& path : *paths) {
+      const UniqueFd fd(open_resolved(AT_FDCWD, path.c_str(), O_PATH | O_CLOEXEC,
+                                      RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+      if (fd || errno == ELOOP) continue;
       struct stat st {};
-      if (::stat(path.c_str(), &st) != 0)
+      if (errno != ENOSYS || ::stat(path.c_str(), &st) != 0)
         return "'" + path + "': " + std::strerror(errno) +
                " (every path of a capability policy must exist when the runner starts)";
     }
@@ -42,12 +50,10 @@ std::string apply_policy(const CapabilityPolicy& policy, int violation_fd) {
            " (run with confine = off to go on unconfined)";
   const uint64_t base = address_space_base();
   if (std::string error = set_early_limits(policy.limits); !error.empty()) return error;
-  if (policy.restrict_files) {
-    CapabilityPolicy with_system = policy;
-    for (std::string& path : system_read_paths()) with_system.read.push_back(std::move(path));
-    if (std::string error = apply_landlock(with_system, support.landlock_abi); !error.empty())
+  if (policy.restrict_files)
+    if (std::string error = apply_landlock(policy, system_read_paths(), support.landlock_abi);
+        !error.empty())
       return error;
-  }
   if (std::string error = load_seccomp_filter(policy); !error.empty()) return error;
   return set_late_limits(policy.limits, base);
 }

@@ -8,7 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+
+#include "support/openat2.hpp"
 
 // Debian 12's <linux/landlock.h> is Linux 6.1's (ABI 2): the interface is declared here with the
 // kernel's values instead, so no constant depends on the installed header.
@@ -90,8 +93,22 @@ class Descriptor {
   int fd_;
 };
 
-std::string add_path(int ruleset, const std::string& path, uint64_t rights) {
-  const Descriptor fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+// A policy path is opened without following a symbolic link anywhere on it (the host resolved the
+// operator's links when it made the policy): a granted folder the hook swapped for a link before
+// a restart would otherwise move its rule to wherever the link points. Such a path gets no rule,
+// which grants less, never more, and is said on stderr, which the host logs. The system's paths
+// (`follow`) are links on merged-/usr systems and are followed.
+std::string add_path(int ruleset, const std::string& path, uint64_t rights, bool follow) {
+  const Descriptor fd(follow ? ::open(path.c_str(), O_PATH | O_CLOEXEC)
+                             : open_resolved(AT_FDCWD, path.c_str(), O_PATH | O_CLOEXEC,
+                                             RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  if (fd.get() < 0 && errno == ELOOP) {
+    std::fprintf(stderr,
+                 "hookhost-runner: landlock: ELOOP: a symbolic link on the way to '%s': it is "
+                 "left out of the policy (a granted path is never followed through a link)\n",
+                 path.c_str());
+    return {};
+  }
   if (fd.get() < 0)
     return failure("landlock: cannot open '" + path + "'", errno,
                    "every path of a capability policy must exist when the runner starts");
@@ -111,7 +128,8 @@ std::string add_path(int ruleset, const std::string& path, uint64_t rights) {
 
 }  // namespace
 
-std::string apply_landlock(const CapabilityPolicy& policy, int kernel_abi) {
+std::string apply_landlock(const CapabilityPolicy& policy,
+                           const std::vector<std::string>& system_read, int kernel_abi) {
   if (kernel_abi == 0) return {};
   // Rights of an ABI this code does not know are never handled: their meaning is untested here.
   const int abi = kernel_abi < kHighestHandledLandlockAbi ? kernel_abi : kHighestHandledLandlockAbi;
@@ -134,10 +152,14 @@ std::string apply_landlock(const CapabilityPolicy& policy, int kernel_abi) {
                    "the kernel refused the ruleset; run with confine = off to go on unconfined");
   const uint64_t read = read_rights(policy.processes) & attr.handled_access_fs;
   const uint64_t write = write_rights(policy.processes) & attr.handled_access_fs;
+  for (const std::string& path : system_read)
+    if (std::string error = add_path(ruleset.get(), path, read, true); !error.empty()) return error;
   for (const std::string& path : policy.read)
-    if (std::string error = add_path(ruleset.get(), path, read); !error.empty()) return error;
+    if (std::string error = add_path(ruleset.get(), path, read, false); !error.empty())
+      return error;
   for (const std::string& path : policy.write)
-    if (std::string error = add_path(ruleset.get(), path, write); !error.empty()) return error;
+    if (std::string error = add_path(ruleset.get(), path, write, false); !error.empty())
+      return error;
   if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0)
     return failure("landlock_restrict_self", errno,
                    "NO_NEW_PRIVS must be set first; run with confine = off to go on unconfined");

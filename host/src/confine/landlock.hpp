@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "confine/policy.hpp"
 
@@ -13,10 +14,12 @@ namespace hookhost::confine {
 constexpr int kHighestHandledLandlockAbi = 6;
 
 // Restricts the calling process (and its future children) for good: reads below `policy.read`
-// (and the paths the caller added), reads and writes below `policy.write`. Returns "" or what
-// failed, naming the path; a path that does not exist is an error, never widened to its parent.
+// and `system_read`, reads and writes below `policy.write`. Returns "" or what failed, naming the
+// path; a path that does not exist is an error, never widened to its parent. A policy path
+// reached through a symbolic link gets no rule (said on stderr); `system_read` is followed.
 // `kernel_abi` is KernelSupport::landlock_abi. With no Landlock (0) it does nothing and returns ""
 // (not_enforced() says so).
-std::string apply_landlock(const CapabilityPolicy& policy, int kernel_abi);
+std::string apply_landlock(const CapabilityPolicy& policy,
+                           const std::vector<std::string>& system_read, int kernel_abi);
 
 }  // namespace hookhost::confine

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <hookhost/host.h>
 
@@ -34,6 +35,9 @@ struct HostServices {
   std::string plugin_id;
   uint32_t state_version = 1;
   std::string run_dir;
+  // A confined hook's: the folders its policy lets it write (HookSettings::write_roots). Not
+  // empty: a path it hands a service is resolved beneath `run_dir` or one of these.
+  std::vector<std::string> write_roots;
   std::string blame_name;  // "hook 'X' (plugin 'id', FILE)", prepared for a crash's last words
   std::shared_ptr<spdlog::logger> logger;
   std::atomic<bool> ended{false};  // end() returned: state_put, request_stop, services refuse

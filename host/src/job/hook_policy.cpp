@@ -36,6 +36,18 @@ std::vector<std::string> param_paths(const ResolvedParams& params, const std::st
   return out;
 }
 
+// The name of `path` the runner can open without following a link (it follows none on a policy's
+// paths): the operator's and the system's links resolved now, but none below the hook's own folder
+// `own`, where the hook itself may have planted them (in an earlier run of a resumed job): such a
+// path keeps its link, and the runner grants nothing through it.
+fs::path without_links(const fs::path& path, const fs::path& own) {
+  const fs::path below = path.lexically_relative(own);
+  if (!below.empty() && *below.begin() != "..") return below == "." ? own : own / below;
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  return ec ? path : real;
+}
+
 void add_unique(std::vector<std::string>& list, const fs::path& path) {
   const std::string text = path.string();
   if (std::find(list.begin(), list.end(), text) == list.end()) list.push_back(text);
@@ -63,7 +75,7 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
     // A file a parameter names may appear while the job runs (time_limit's stop_file): its
     // folder, which the operator named by naming the file, is granted instead.
     if (may_appear && !fs::exists(path, ec) && fs::is_directory(path.parent_path(), ec)) {
-      add_unique(policy.read, path.parent_path());
+      add_unique(policy.read, without_links(path.parent_path(), own_run_dir));
       return;
     }
     if (!fs::exists(path, ec))
@@ -71,7 +83,7 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
                             display_text(path.string()) + " (" + declared_by +
                             "), which does not exist: create it, or correct " + declared_by,
                         key);
-    add_unique(policy.read, path);
+    add_unique(policy.read, without_links(path, own_run_dir));
   };
   for (const std::string& path : needs.read)
     add_read(absolute_from(config_dir, path), "the plugin's needs.read=" + display_text(path), "");
@@ -86,7 +98,7 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
                        const std::string& key) {
     std::error_code ec;
     if (fs::exists(path, ec)) {
-      add_unique(policy.write, path);
+      add_unique(policy.write, without_links(path, own_run_dir));
       return;
     }
     const fs::path folder = path.parent_path();
@@ -96,7 +108,7 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
                             display_text(path.string()) + " (" + declared_by +
                             "), but its folder cannot be made: " + ec.message(),
                         key);
-    add_unique(policy.write, folder);
+    add_unique(policy.write, without_links(folder, own_run_dir));
   };
   add_unique(policy.write, own_run_dir);
   for (const std::string& path : needs.write)

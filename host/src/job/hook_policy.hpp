@@ -18,8 +18,9 @@ std::filesystem::path hook_run_dir(const std::filesystem::path& run_dir,
 
 // The policy of `item`, whose run folder `own_run_dir` exists. Read paths are absolute and exist;
 // write paths are absolute and exist (the folder of a declared file that does not exist yet is
-// made, as a hook would make it). Throws ConfigError naming the hook, the key or the plugin's
-// declaration, and the path, when a read path does not exist.
+// made, as a hook would make it). Paths are named without the operator's symbolic links (the
+// runner follows none); below `own_run_dir` they are kept as written. Throws ConfigError naming
+// the hook, the key or the plugin's declaration, and the path, when a read path does not exist.
 confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& item,
                                       const std::filesystem::path& own_run_dir);
 

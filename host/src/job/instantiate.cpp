@@ -39,12 +39,14 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
     if (item.isolation.isolation != Isolation::process ||
         item.isolation.confine == Confinement::off)
       continue;
-    const std::filesystem::path own = hook_run_dir(run_dir, item.hook->name);
+    std::filesystem::path own = hook_run_dir(run_dir, item.hook->name);
     std::error_code ec;
     std::filesystem::create_directories(own, ec);
     if (ec)
       throw ConfigError(plan.config->where(*item.hook) + "cannot make hook '" + item.hook->name +
                         "''s run folder " + display_text(own.string()) + ": " + ec.message());
+    // Its name without links: the runner follows none on its policy's paths.
+    if (std::filesystem::path real = std::filesystem::canonical(own, ec); !ec) own = real;
     confine::CapabilityPolicy policy = hook_policy(*plan.config, item, own);
     c.run_dir_of_hook[&item] = own;
     const std::string& group = item.isolation.group;
@@ -130,6 +132,9 @@ HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
   if (auto own = confinements.run_dir_of_hook.find(&item);
       own != confinements.run_dir_of_hook.end())
     settings.run_dir = own->second.string();
+  // The host writes for a confined hook only where the hook itself may.
+  if (auto policy = confinements.of_hook.find(&item); policy != confinements.of_hook.end())
+    settings.write_roots = policy->second.write;
   // In-process, the watchdog names a call over its limit; a runner enforces its own.
   if (item.isolation.isolation == Isolation::in_process)
     settings.call_timeout = std::chrono::milliseconds(item.isolation.call_timeout_ms);

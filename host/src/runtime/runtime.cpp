@@ -108,6 +108,7 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& s
   s->plugin_id = plugin_id;
   s->state_version = state_version;
   s->run_dir = settings.run_dir.empty() ? options.run_dir.string() : settings.run_dir;
+  s->write_roots = settings.write_roots;
   s->logger = log->clone(settings.instance_name);
   if (!settings.log_level.empty())
     s->logger->set_level(spdlog::level::from_str(settings.log_level));

@@ -1,6 +1,7 @@
 #include "storage/event_writer.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 
 #include "proto/tensorboard_event.pb.h"
 #include "storage/crc32c.hpp"
+#include "storage/folder_beneath.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -148,21 +150,59 @@ struct EventFileWriter::Encoder {
   tb::Event session_log;
 };
 
-EventFileWriter::EventFileWriter(const fs::path& dir, EventWriteSchedule schedule)
-    : schedule_(schedule), encoder_(std::make_unique<Encoder>()) {
+namespace {
+
+// An unconfined caller's folder, made and then opened by its path as the caller wrote it.
+UniqueFd make_folder(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
     throw std::runtime_error("cannot create summary folder " + dir.string() + ": " + ec.message());
+  UniqueFd folder(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!folder)
+    throw std::runtime_error("cannot open summary folder " + dir.string() + ": " +
+                             std::strerror(errno));
+  return folder;
+}
+
+// The event file `name` in `folder`, opened for appending without following a link, and only if
+// it is a file of its own: whatever a hook planted under that name is refused, not written.
+UniqueFd open_event_file(int folder, const std::string& name, const fs::path& shown) {
+  UniqueFd fd(
+      ::openat(folder, name.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd && errno == ELOOP)
+    throw PathRefused("ELOOP: the event file " + shown.string() +
+                      " is a symbolic link: the host writes no event file through a link");
+  if (!fd)
+    throw std::runtime_error("cannot create event file " + shown.string() + ": " +
+                             std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0)
+    throw std::runtime_error("cannot stat event file " + shown.string() + ": " +
+                             std::strerror(errno));
+  if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+    throw PathRefused(std::string(S_ISREG(st.st_mode) ? "EMLINK" : "EINVAL") + ": the event file " +
+                      shown.string() + " is " +
+                      (S_ISREG(st.st_mode) ? "a hard link to another name" : "not a regular file") +
+                      ": the host writes event files of their own only");
+  return fd;
+}
+
+}  // namespace
+
+EventFileWriter::EventFileWriter(const fs::path& dir, EventWriteSchedule schedule)
+    : EventFileWriter(make_folder(dir), dir, schedule) {}
+
+EventFileWriter::EventFileWriter(UniqueFd folder, const fs::path& dir, EventWriteSchedule schedule)
+    : schedule_(schedule), encoder_(std::make_unique<Encoder>()) {
   const double created = now_seconds();
   char stamp[32];
   std::snprintf(stamp, sizeof stamp, "%010lld", static_cast<long long>(std::floor(created)));
-  file_ = dir / ("events.out.tfevents." + std::string(stamp) + "." + hostname());
-  if (fs::exists(file_, ec)) truncate_to_last_whole_record(file_);
-  fd_.reset(::open(file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (!fd_)
-    throw std::runtime_error("cannot create event file " + file_.string() + ": " +
-                             std::strerror(errno));
+  const std::string name = "events.out.tfevents." + std::string(stamp) + "." + hostname();
+  file_ = dir / name;
+  fd_ = open_event_file(folder.get(), name, file_);
+  // A file of that name from a job restarted within the same second: cut through the descriptor.
+  truncate_to_last_whole_record(fd_.get(), file_);
   const off_t size = ::lseek(fd_.get(), 0, SEEK_END);
   good_size_ = size > 0 ? static_cast<uint64_t>(size) : 0;
   tb::Event version;
@@ -299,12 +339,16 @@ void EventFileWriter::run_writer_thread() {
 uint64_t truncate_to_last_whole_record(const fs::path& file) {
   const UniqueFd fd(::open(file.c_str(), O_RDWR | O_CLOEXEC));
   if (!fd) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
-  const off_t end = ::lseek(fd.get(), 0, SEEK_END);
+  return truncate_to_last_whole_record(fd.get(), file);
+}
+
+uint64_t truncate_to_last_whole_record(int fd, const fs::path& file) {
+  const off_t end = ::lseek(fd, 0, SEEK_END);
   uint64_t good = 0;
   // Walk the framing: 8-byte length, 4-byte CRC of it, data, 4-byte CRC of the data.
   while (true) {
     char header[kHeaderBytes];
-    if (::pread(fd.get(), header, kHeaderBytes, static_cast<off_t>(good)) !=
+    if (::pread(fd, header, kHeaderBytes, static_cast<off_t>(good)) !=
         static_cast<ssize_t>(kHeaderBytes))
       break;
     const uint64_t length = load_le(header, 8);
@@ -313,7 +357,7 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
         static_cast<uint64_t>(end) - good - kHeaderBytes - length < kFooterBytes)
       break;
     std::string data(length + kFooterBytes, '\0');
-    if (::pread(fd.get(), data.data(), data.size(), static_cast<off_t>(good + kHeaderBytes)) !=
+    if (::pread(fd, data.data(), data.size(), static_cast<off_t>(good + kHeaderBytes)) !=
         static_cast<ssize_t>(data.size()))
       break;
     if (masked_crc32c(std::string_view(data.data(), length)) != load_le(data.data() + length, 4))
@@ -321,7 +365,7 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
     good += kHeaderBytes + length + kFooterBytes;
   }
   const uint64_t removed = static_cast<uint64_t>(end) - good;
-  if (removed > 0 && ::ftruncate(fd.get(), static_cast<off_t>(good)) != 0) {
+  if (removed > 0 && ::ftruncate(fd, static_cast<off_t>(good)) != 0) {
     const int error = errno;
     throw std::runtime_error("cannot cut the torn end off " + file.string() + ": " +
                              std::strerror(error));
@@ -343,10 +387,40 @@ EventFileWriter& EventWriters::for_folder(std::string_view dir) {
   if (ec) key = folder;
   if (!key.has_filename()) key = key.parent_path();
   std::lock_guard lock(mutex_);
-  auto& writer = writers_[key];
-  if (!writer) writer = std::make_unique<EventFileWriter>(folder);
-  by_spelling_.emplace(std::string(dir), writer.get());
-  return *writer;
+  // Made before it is inserted: a writer that cannot be made (a refused link) leaves no entry.
+  auto it = writers_.find(key);
+  if (it == writers_.end())
+    it = writers_.emplace(key, std::make_unique<EventFileWriter>(folder)).first;
+  by_spelling_.emplace(std::string(dir), it->second.get());
+  return *it->second;
+}
+
+EventFileWriter& EventWriters::for_folder_beneath(const std::string& root,
+                                                  std::string_view relative,
+                                                  std::string_view root_name) {
+  thread_local std::string spelling;  // no allocation per record once a spelling was seen
+  spelling.assign(root).push_back('\0');
+  spelling.append(relative);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = beneath_by_spelling_.find(spelling); it != beneath_by_spelling_.end())
+      return *it->second;
+  }
+  const UniqueFd root_fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd) throw std::runtime_error("cannot open " + root + ": " + std::strerror(errno));
+  UniqueFd folder = open_folder_beneath(root_fd.get(), relative, root_name);
+  // The folder's one name, as the kernel has it, so every spelling of it shares one writer.
+  const std::string fd_link = "/proc/self/fd/" + std::to_string(folder.get());
+  std::error_code ec;
+  fs::path key = fs::read_symlink(fd_link, ec);
+  if (ec) key = (fs::path(root) / relative).lexically_normal();
+  if (!key.has_filename()) key = key.parent_path();
+  std::lock_guard lock(mutex_);
+  auto it = writers_.find(key);
+  if (it == writers_.end())
+    it = writers_.emplace(key, std::make_unique<EventFileWriter>(std::move(folder), key)).first;
+  beneath_by_spelling_.emplace(spelling, it->second.get());
+  return *it->second;
 }
 
 void EventWriters::flush_all() {

@@ -36,8 +36,10 @@ std::string encode_session_log_event(double wall_time, int64_t step, int status,
                                      std::string_view checkpoint_path);
 
 // Cuts `file` back to its last whole record (a crash in the middle of a write leaves a torn
-// tail, which would hide every record appended after it). Returns the bytes removed.
+// tail, which would hide every record appended after it). Returns the bytes removed. The second
+// form cuts the file open as `fd` (writable), named `file` in errors.
 uint64_t truncate_to_last_whole_record(const std::filesystem::path& file);
+uint64_t truncate_to_last_whole_record(int fd, const std::filesystem::path& file);
 
 // When buffered records go to disk.
 struct EventWriteSchedule {
@@ -56,8 +58,14 @@ class EventFileWriter {
   // Opens <dir>/events.out.tfevents.<seconds, 10 digits>.<hostname> for appending (creating `dir`
   // too; an existing file of that name, from a job restarted within the same second, is first cut
   // back to its last whole record), writes the file_version record at once, so readers see a
-  // valid file, and starts the writer thread. Throws std::runtime_error naming the file.
+  // valid file, and starts the writer thread. Throws std::runtime_error naming the file. The file
+  // is opened without following a link: a symbolic link (or a hard link, or anything but a file)
+  // of that name is refused with PathRefused (storage/folder_beneath.hpp), never written through.
   explicit EventFileWriter(const std::filesystem::path& dir, EventWriteSchedule schedule = {});
+  // The same in the open folder `folder` (named `dir` in messages), which `dir` is not opened
+  // again to find: a sandboxed hook's, resolved beneath what it may write.
+  EventFileWriter(UniqueFd folder, const std::filesystem::path& dir,
+                  EventWriteSchedule schedule = {});
   // Stops the writer thread and writes what is still buffered.
   ~EventFileWriter();
   EventFileWriter(const EventFileWriter&) = delete;
@@ -116,6 +124,12 @@ class EventWriters {
   EventFileWriter& for_folder(const std::filesystem::path& dir) {
     return for_folder(std::string_view(dir.native()));
   }
+  // The writer of folder `relative` beneath the folder `root`, for a sandboxed hook that may write
+  // only there: resolved by open_folder_beneath (never above `root`, never through a symbolic
+  // link; `root_name` names `root` in a refusal), created on first use. A spelling resolved before
+  // is found without touching the file system. Throws PathRefused.
+  EventFileWriter& for_folder_beneath(const std::string& root, std::string_view relative,
+                                      std::string_view root_name);
   // Puts every record appended to any writer before the call on disk before it returns, without
   // holding up callers appending meanwhile. [thread-safe] Throws the failures, joined.
   void flush_all();
@@ -124,6 +138,9 @@ class EventWriters {
   std::mutex mutex_;
   std::map<std::filesystem::path, std::unique_ptr<EventFileWriter>> writers_;  // canonical folder
   std::map<std::string, EventFileWriter*, std::less<>> by_spelling_;  // each folder text asked for
+  // Each root and relative folder a sandboxed hook asked for ("root\0relative"), apart from
+  // by_spelling_: an unconfined hook's spelling may lead through a link this route refuses.
+  std::map<std::string, EventFileWriter*, std::less<>> beneath_by_spelling_;
 };
 
 }  // namespace hookhost

@@ -114,6 +114,11 @@ struct HookSettings {
   // What hh_host.run_dir gives this instance; empty: RuntimeOptions::run_dir. A confined hook's
   // is a folder of its own, the only one its runner may write to unless its policy says more.
   std::string run_dir{};
+  // A confined hook's writable folders (its capability policy's; `run_dir` among them). Not empty:
+  // a path the hook hands a host service (hh.summary/1's folder) is resolved beneath `run_dir`, or
+  // beneath one of these when absolute, without following a symbolic link; anything else is
+  // refused (docs/isolation.md). Empty: paths are taken as given, as for an in-process hook.
+  std::vector<std::string> write_roots{};
   StepFilter step_filter{};
   // Not with on_error = fail or on_crash = fail (add_hook throws ConfigError).
   ObserverSettings observer{};
