@@ -7,6 +7,7 @@
 #define HOSTILE_ID "hostile_summary"
 #include "hostile.h"
 
+#include <fcntl.h>
 #include <hookhost/ext/summary.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -17,7 +18,7 @@ static char plant_target[1024];
 /* Links <run folder>/<path>/events.out.tfevents.<T>.<host> to `target` for T from now to now + 9.
  */
 static void plant_links(hostile* h, const char* target) {
-  char folder[2048], link[2400], what[2600];
+  char folder[2048], link[2400];
   struct utsname name;
   long rc = 0;
   const time_t now = time(NULL);
@@ -29,8 +30,7 @@ static void plant_links(hostile* h, const char* target) {
              name.nodename);
     rc = syscall(SYS_symlinkat, target, AT_FDCWD, link);
   }
-  snprintf(what, sizeof what, "plant links in %s", folder);
-  hostile_report(h, what, rc);
+  hostile_report(h, "plant links", rc);
 }
 
 static void hostile_attempt(hostile* h) {
@@ -44,11 +44,11 @@ static void hostile_attempt(hostile* h) {
     return;
   }
   if (plant_target[0]) plant_links(h, plant_target);
-  if (summaries->add_scalar(h->host, h->path, "hostile", 1.0, 0, &err) == HH_OK &&
-      summaries->flush(h->host, h->path, &err) == HH_OK)
-    snprintf(text, sizeof text, "summary %s: ok", h->path);
-  else
-    snprintf(text, sizeof text, "summary %s: failed: %s", h->path, err.message);
+  const int ok = summaries->add_scalar(h->host, h->path, "hostile", 1.0, 0, &err) == HH_OK &&
+                 summaries->flush(h->host, h->path, &err) == HH_OK;
+  const int n = ok ? snprintf(text, sizeof text, "summary %s: ok", h->path)
+                   : snprintf(text, sizeof text, "summary %s: failed: %s", h->path, err.message);
+  if (n < 0) return;
   hostile_say(h, text);
 }
 

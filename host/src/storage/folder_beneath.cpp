@@ -14,7 +14,9 @@
 namespace hookhost {
 namespace {
 
-constexpr uint64_t kFolderFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+// No O_NOFOLLOW for openat2: a link as the last level would then be ENOTDIR, not the ELOOP that
+// RESOLVE_NO_SYMLINKS gives it.
+constexpr uint64_t kFolderFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
 constexpr uint64_t kBeneath = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
 std::vector<std::string> components(std::string_view path) {
@@ -60,7 +62,7 @@ int open_level(int root, int parent, const std::string& level, const std::string
     errno = EXDEV;
     return -1;
   }
-  return ::openat(parent, component.c_str(), static_cast<int>(kFolderFlags));
+  return ::openat(parent, component.c_str(), static_cast<int>(kFolderFlags | O_NOFOLLOW));
 }
 
 }  // namespace
