@@ -16,6 +16,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -134,5 +135,6 @@ TEST_F(ServicePaths, AGrantedFolderSwappedForALinkGrantsNothingAfterARestart) {
   expect_intact(r);
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing
