@@ -25,8 +25,12 @@ Requests (each applies at the job's next step boundary, in the order received):
                          add hook NAME (as a [hook.NAME] section would): it gets begin and
                          after_create_session, then runs from the next step
   detach NAME            end hook NAME (end: outcome stopped, reason "detached: by hookhost ctl")
-  set NAME.KEY=VALUE...  recreate hook NAME with new values and its saved state; if its plugin
-                         refuses, it runs on unchanged and you see the plugin's message
+  set NAME.KEY=VALUE... [--allow-widen]
+                         recreate hook NAME with new values and its saved state; if its plugin
+                         refuses, it runs on unchanged and you see the plugin's message. A set
+                         that gives the hook more (isolation process -> in_process, a weaker
+                         confine, an allow_* grant, a raised limit) is refused (exit 2) unless
+                         --allow-widen is given
   checkpoint             take a checkpoint at the next step boundary
   stop [--reason TEXT]   stop the job after the current step
 
@@ -50,7 +54,7 @@ int print_reply(const control::Reply& reply) {
     return kExitOk;
   }
   std::cerr << "hookhost ctl: " << reply.text << std::flush;
-  return kExitFailed;
+  return reply.needs_consent ? kExitUsage : kExitFailed;
 }
 
 // status --watch: the status again every `interval`, in place on a terminal, until the job ends
@@ -97,6 +101,8 @@ int cmd_ctl(const std::vector<std::string>& args) {
       "set,s", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUE"),
       "attach: a key of the new hook's section (repeatable)")(
       "reason", po::value<std::string>()->value_name("TEXT"), "stop: why, for the log and record")(
+      "allow-widen", "set: give the hook more than it has (the operator's consent, as in the "
+                     "configuration file)")(
       "watch,w", "status: refresh every --interval until the job ends or Ctrl-C")(
       "interval", po::value<double>()->default_value(1.0)->value_name("SECS"),
       "status --watch: seconds between refreshes")(
@@ -123,6 +129,7 @@ int cmd_ctl(const std::vector<std::string>& args) {
     return usage_error("--plugin and --set go with attach", "ctl ");
   if (only_with("reason", "stop")) return usage_error("--reason goes with stop", "ctl ");
   if (only_with("watch", "status")) return usage_error("--watch goes with status", "ctl ");
+  if (only_with("allow-widen", "set")) return usage_error("--allow-widen goes with set", "ctl ");
 
   if (verb == "attach") {
     if (words.size() != 2 || !vm->count("plugin"))
@@ -142,7 +149,9 @@ int cmd_ctl(const std::vector<std::string>& args) {
       return watch(run_dir, std::chrono::milliseconds(static_cast<int64_t>(interval * 1000)),
                    timeout);
     }
-  } else if (verb != "detach" && verb != "set" && verb != "checkpoint") {
+  } else if (verb == "set") {
+    if (vm->count("allow-widen")) words.insert(words.begin() + 1, "--allow-widen");
+  } else if (verb != "detach" && verb != "checkpoint") {
     return usage_error(
         "unknown request '" + verb + "' (status, attach, detach, set, checkpoint or stop)", "ctl ");
   }

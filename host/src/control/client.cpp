@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "control/server.hpp"
+#include "control/token.hpp"
 #include "support/unique_fd.hpp"
 
 namespace hookhost::control {
@@ -18,13 +20,20 @@ namespace fs = std::filesystem;
 
 Reply send_request(const fs::path& run_dir, const std::vector<std::string>& words,
                    std::chrono::milliseconds timeout) {
-  const std::string request = encode_request(words);
+  std::string request = encode_request(words);
   const fs::path socket_path = run_dir / kSocketName;
   UniqueFd folder(::open(run_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!folder)
     throw std::runtime_error(run_dir.string() + ": " + std::strerror(errno) +
                              " (name the run directory of a running job: its [run] run_dir or "
                              "--run-dir)");
+  // The job's token goes first; without it the job refuses and says so.
+  std::string why_no_token;
+  if (const std::optional<std::string> token = read_token(folder.get(), &why_no_token))
+    request = encode_request({kTokenWord, *token}) + request;
+  else if (fs::exists(socket_path))
+    throw std::runtime_error("cannot read the job's control token (" + why_no_token +
+                             "): only the job's own user may control it, from outside its hooks");
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_un address{};

@@ -32,7 +32,7 @@ std::optional<std::vector<std::string>> decode_request(const std::string& line) 
 std::string encode_reply(const Reply& reply) {
   std::string text = reply.text;
   if (!text.empty() && text.back() != '\n') text += '\n';
-  return (reply.ok ? "ok\n" : "error\n") + text;
+  return (reply.ok ? "ok\n" : reply.needs_consent ? "refused\n" : "error\n") + text;
 }
 
 Reply decode_reply(const std::string& bytes) {
@@ -41,6 +41,7 @@ Reply decode_reply(const std::string& bytes) {
   const std::string rest = eol == std::string::npos ? "" : bytes.substr(eol + 1);
   if (first == "ok") return {true, rest};
   if (first == "error") return {false, rest};
+  if (first == "refused") return {false, rest, true};
   return {false, "the job's reply was cut short or is not hookhost ctl's (" +
                      std::to_string(bytes.size()) + " bytes)\n"};
 }

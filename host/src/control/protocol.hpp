@@ -1,6 +1,8 @@
 // hookhost ctl's protocol (docs/operations.md): one request per connection, one line of
 // tab-separated words ending in '\n' (a verb, then its arguments); the reply is "ok" or "error" on
-// its first line, then text, and the job closes the connection.
+// its first line ("refused" for an error that wants the operator's consent), then text, and the
+// job closes the connection. Before its request, a client sends the job's token
+// (control/token.hpp).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,9 @@ inline constexpr std::size_t kMaxRequestBytes = 64 * 1024;
 struct Reply {
   bool ok = false;
   std::string text;  // what the caller prints; lines end in '\n'
+  // Not ok for want of the operator's consent on the command line (`set` without
+  // --allow-widen): hookhost ctl exits 2, as for a usage error. Sent as "refused".
+  bool needs_consent = false;
 };
 
 // "status\n", "attach\tNAME\tPLUGIN\tKEY=VALUE\n", ... Throws std::invalid_argument when a word

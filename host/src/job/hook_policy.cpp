@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <system_error>
 
+#include "control/token.hpp"
 #include "support/display_text.hpp"
 #include "support/text.hpp"
 
@@ -21,19 +22,9 @@ fs::path absolute_from(const fs::path& base, const fs::path& path) {
   return (path.is_absolute() ? path : base / path).lexically_normal();
 }
 
-// The string values of parameter `name` (a string or each item of a string list), empty ones
-// left out.
-std::vector<std::string> param_paths(const ResolvedParams& params, const std::string& name) {
-  std::vector<std::string> out;
-  const ResolvedParams::Value* value = params.find(name);
-  if (!value) return out;
-  if (value->spec.type == HH_PARAM_TYPE_STRING_LIST)
-    for (const std::string& item : value->list) {
-      if (!item.empty()) out.push_back(item);
-    }
-  else if (!value->s.empty())
-    out.push_back(value->s);
-  return out;
+void add_unique(std::vector<std::string>& list, const fs::path& path) {
+  const std::string text = path.string();
+  if (std::find(list.begin(), list.end(), text) == list.end()) list.push_back(text);
 }
 
 // The name of `path` the runner can open without following a link (it follows none on a policy's
@@ -48,12 +39,22 @@ fs::path without_links(const fs::path& path, const fs::path& own) {
   return ec ? path : real;
 }
 
-void add_unique(std::vector<std::string>& list, const fs::path& path) {
-  const std::string text = path.string();
-  if (std::find(list.begin(), list.end(), text) == list.end()) list.push_back(text);
-}
-
 }  // namespace
+
+// The string values of parameter `name` (a string or each item of a string list), empty ones
+// left out.
+std::vector<std::string> param_paths(const ResolvedParams& params, const std::string& name) {
+  std::vector<std::string> out;
+  const ResolvedParams::Value* value = params.find(name);
+  if (!value) return out;
+  if (value->spec.type == HH_PARAM_TYPE_STRING_LIST)
+    for (const std::string& item : value->list) {
+      if (!item.empty()) out.push_back(item);
+    }
+  else if (!value->s.empty())
+    out.push_back(value->s);
+  return out;
+}
 
 fs::path hook_run_dir(const fs::path& run_dir, const std::string& instance) {
   return run_dir / "hooks" / instance;
@@ -127,6 +128,29 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
   policy.limits.open_files = iso.limit_open_files;
   policy.limits.processes = iso.limit_processes;
   return policy;
+}
+
+void refuse_token_folder_grant(const JobConfig& cfg, const PlannedHook& item,
+                               const confine::CapabilityPolicy& policy) {
+  std::error_code ec;
+  // Compared as the kernel binds them: symlinks resolved.
+  const fs::path folder = fs::weakly_canonical(control::token_folder(), ec);
+  auto covers = [&](const std::string& granted) {
+    std::error_code e;
+    const fs::path rel = folder.lexically_relative(fs::weakly_canonical(granted, e));
+    return !e && !rel.empty() && *rel.begin() != "..";
+  };
+  for (const auto* paths : {&policy.read, &policy.write})
+    for (const std::string& path : *paths)
+      if (!ec && covers(path))
+        throw ConfigError(
+            cfg.where(*item.hook, paths == &policy.read ? "allow_read" : "allow_write") +
+                describe_hook(item.hook->name, display_text(item.plugin->metadata().id)) +
+                " may " + (paths == &policy.read ? "read " : "write ") +
+                display_text(path) + ", which holds the job's control token (in " +
+                display_text(folder.string()) +
+                "): the hook could steer the job through hookhost ctl; grant a narrower folder",
+            paths == &policy.read ? "allow_read" : "allow_write");
 }
 
 std::string describe_policy(const confine::CapabilityPolicy& policy) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "confine/policy.hpp"
 #include "job/job_plan.hpp"
@@ -16,6 +17,10 @@ namespace hookhost {
 std::filesystem::path hook_run_dir(const std::filesystem::path& run_dir,
                                    const std::string& instance);
 
+// The string values of parameter `name` (a string or each item of a string list), empty ones
+// left out: the paths a needs.read.param or needs.write.param names.
+std::vector<std::string> param_paths(const ResolvedParams& params, const std::string& name);
+
 // The policy of `item`, whose run folder `own_run_dir` exists. Read paths are absolute and exist;
 // write paths are absolute and exist (the folder of a declared file that does not exist yet is
 // made, as a hook would make it). Paths are named without the operator's symbolic links (the
@@ -23,6 +28,11 @@ std::filesystem::path hook_run_dir(const std::filesystem::path& run_dir,
 // the hook, the key or the plugin's declaration, and the path, when a read path does not exist.
 confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& item,
                                       const std::filesystem::path& own_run_dir);
+
+// Throws ConfigError when `policy` grants the control tokens' folder (control/token.hpp) or a
+// folder above it: the hook could read the job's token and steer it through hookhost ctl.
+void refuse_token_folder_grant(const JobConfig& cfg, const PlannedHook& item,
+                               const confine::CapabilityPolicy& policy);
 
 // "read /data, /etc/x; write <run>/hooks/h; network; processes; limits cpu 60 s, files 100 MiB":
 // the policy as one log fragment.

@@ -48,6 +48,7 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
     // Its name without links: the runner follows none on its policy's paths.
     if (std::filesystem::path real = std::filesystem::canonical(own, ec); !ec) own = real;
     confine::CapabilityPolicy policy = hook_policy(*plan.config, item, own);
+    refuse_token_folder_grant(*plan.config, item, policy);
     c.run_dir_of_hook[&item] = own;
     const std::string& group = item.isolation.group;
     if (!group.empty()) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "control/server.hpp"
+#include "job/control_peer.hpp"
 #include "job/instantiate.hpp"
 #include "job/job_plan.hpp"
 #include "job/live_control.hpp"
@@ -233,10 +234,14 @@ void Job::start_live_control(Parts& p, const JobPlan& plan) {
   p.live_control = std::make_unique<LiveControl>(std::move(setup));
   LiveControl* live = p.live_control.get();
   try {
+    control::Server::Options options;
+    options.tick = [live] { live->tick(); };
+    options.check_peer = refuse_runner_peer;
+    options.note = [log = p.log](const std::string& text) { log->warn("hookhost ctl: {}", text); };
     p.control_server = std::make_unique<control::Server>(
         p.run_dir.path(),
         [live](const std::vector<std::string>& words) { return live->handle(words); },
-        [live] { live->tick(); });
+        std::move(options));
     p.log->debug("hookhost ctl: listening on {}", p.control_server->path().string());
   } catch (const std::exception& e) {
     p.log->warn("{}; the job runs without live control (hookhost ctl)", e.what());

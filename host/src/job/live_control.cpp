@@ -11,6 +11,7 @@
 #include "hookhost/host/checkpoint.hpp"
 #include "job/instantiate.hpp"
 #include "job/run_directory.hpp"
+#include "job/widening.hpp"
 #include "support/display_text.hpp"
 #include "support/text.hpp"
 
@@ -301,10 +302,14 @@ Reply LiveControl::detach(const std::vector<std::string>& words) {
 }
 
 Reply LiveControl::set(const std::vector<std::string>& words) {
-  if (words.size() < 2) return {false, "usage: set NAME.KEY=VALUE [NAME.KEY=VALUE]...\n"};
+  // The operator's consent to give the hook more, as editing the configuration file would.
+  const bool allow_widen = words.size() > 1 && words[1] == kAllowWiden;
+  const std::size_t first = allow_widen ? 2 : 1;
+  if (words.size() <= first)
+    return {false, "usage: set [" + std::string(kAllowWiden) + "] NAME.KEY=VALUE...\n"};
   std::string name;
   std::vector<std::string> overrides;
-  for (std::size_t i = 1; i < words.size(); ++i) {
+  for (std::size_t i = first; i < words.size(); ++i) {
     const std::size_t dot = words[i].find('.');
     const std::size_t eq = words[i].find('=');
     if (dot == std::string::npos || eq == std::string::npos || dot > eq)
@@ -320,9 +325,31 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
       return {false, "set does not change a hook's plugin or enabled: use detach and attach\n"};
   Planned& previous = plan_hook(name, {}, "hookhost ctl set", /*fresh=*/false);
   Planned& next = plan_hook(name, overrides, "hookhost ctl set", /*fresh=*/false);
+  const std::vector<std::string> wider =
+      previous.plan.hooks.empty() || next.plan.hooks.empty()
+          ? std::vector<std::string>{}
+          : widened_keys(previous.plan.hooks.front(), next.plan.hooks.front());
+  if (!wider.empty()) {
+    std::string keys;
+    for (const std::string& key : wider) keys += (keys.empty() ? "" : ", ") + name + "." + key;
+    if (!allow_widen) {
+      setup_.log->warn("hookhost ctl: refused set {}: it widens {} and came without {}",
+                       join(overrides, " "), keys, kAllowWiden);
+      return {false,
+              "refused: this set widens what hook '" + display_text(name) + "' may do (" + keys +
+                  "); as in the configuration file, that is the operator's decision: repeat it "
+                  "with hookhost ctl set " +
+                  kAllowWiden + ". Nothing was changed.\n",
+              /*needs_consent=*/true};
+    }
+    setup_.log->warn("hookhost ctl: set {} widens {} ({} given)", join(overrides, " "), keys,
+                     kAllowWiden);
+  }
   const std::filesystem::path run_dir = setup_.run_dir;
   const std::string change_text =
-      join(std::vector<std::string>(words.begin() + 1, words.end()), " ");
+      join(std::vector<std::string>(words.begin() + static_cast<std::ptrdiff_t>(first),
+                                    words.end()),
+           " ");
   return apply(
       [this, &previous, &next, name, overrides, run_dir, change_text](Runtime& runtime) -> Reply {
         std::optional<SavedHookState> state;

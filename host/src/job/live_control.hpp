@@ -29,6 +29,10 @@ class logger;
 
 namespace hookhost {
 
+// The word before a set's changes that gives the operator's consent to widen what the hook may
+// do (job/widening.hpp); `hookhost ctl set --allow-widen`.
+inline constexpr const char* kAllowWiden = "--allow-widen";
+
 // The checkpoint entry holding the live changes (a ':' keeps it apart from every instance name).
 inline constexpr const char* kLiveChangesEntry = "hookhost:live-changes";
 

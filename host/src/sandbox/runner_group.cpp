@@ -12,6 +12,7 @@
 #include "confine/kernel_support.hpp"
 #include "confine/policy.hpp"
 #include "confine/violation.hpp"
+#include "runner_registry.hpp"
 #include "service_requests.hpp"
 #include "support/text.hpp"
 
@@ -188,6 +189,12 @@ void RunnerGroup::spawn() {
     process_ = RunnerProcess::spawn(spec);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("cannot start the sandbox: ") + e.what());
+  }
+  {
+    std::lock_guard lock(members_mutex_);
+    register_runner(process_.pid(), name_.empty() && !members_.empty()
+                                        ? "hook '" + members_.begin()->second.hook_name + "''s runner"
+                                        : "isolation group '" + name_ + "''s runner");
   }
   {
     std::lock_guard lock(interrupt_mutex_);

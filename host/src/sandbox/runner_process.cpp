@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "runner_registry.hpp"
+
 namespace hookhost::sandbox {
 
 namespace {
@@ -184,6 +186,7 @@ bool RunnerProcess::try_reap(bool block) {
   }
   wait_status_ = status;
   pidfd_.reset();
+  forget_runner(pid_);  // the pid may be another process's from now on
   return true;
 }
 
