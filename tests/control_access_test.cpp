@@ -73,8 +73,8 @@ class ControlAccess : public ::testing::Test {
                "[hook.hostile]\nplugin = hostile_control\nisolation = process\n"
                "allow_network = true\n" +
                    extra + "\n[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
-    ProcessResult r = run_hookhost({"run", "--config", (root_ / "job.ini").string(),
-                                    "--plugin-dir", (root_ / "plugins").string(), "--fresh"},
+    ProcessResult r = run_hookhost({"run", "--config", (root_ / "job.ini").string(), "--plugin-dir",
+                                    (root_ / "plugins").string(), "--fresh"},
                                    root_.path());
     r.out += r.err;
     return r;
@@ -93,12 +93,14 @@ class ControlAccess : public ::testing::Test {
     EXPECT_THAT(r.out, HasSubstr("hostile: begin ran in hookhost-runner"));
     EXPECT_THAT(r.out, Not(HasSubstr("recreated with its saved state")));
     // Every request it made was answered with a refusal naming its runner, and logged so.
-    EXPECT_EQ(count(r.out, "hostile: control [^:]*: error refused: the peer \\(pid \\d+\\) is "
-                           "hook 'hostile''s runner"),
+    EXPECT_EQ(count(r.out,
+                    "hostile: control [^:]*: error refused: the peer \\(pid \\d+\\) is "
+                    "hook 'hostile''s runner"),
               4)
         << r.out;
-    EXPECT_GE(count(r.out, "hookhost ctl: refused: the peer \\(pid \\d+\\) is hook 'hostile''s "
-                           "runner"),
+    EXPECT_GE(count(r.out,
+                    "hookhost ctl: refused: the peer \\(pid \\d+\\) is hook 'hostile''s "
+                    "runner"),
               4)
         << r.out;
   }
@@ -159,8 +161,8 @@ TEST_F(ControlAccess, AClientWithoutTheTokenIsRefusedAndTheOperatorIsAnswered) {
   auto job = start();
   struct stat st {};
   ASSERT_EQ(::stat(run_dir().c_str(), &st), 0);
-  const fs::path token = control::token_folder() / ("control-" + std::to_string(st.st_dev) + "-" +
-                                                    std::to_string(st.st_ino));
+  const fs::path token = control::token_folder() /
+                         ("control-" + std::to_string(st.st_dev) + "-" + std::to_string(st.st_ino));
   ASSERT_EQ(::stat(control::token_folder().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   ASSERT_EQ(::stat(token.c_str(), &st), 0);
@@ -258,7 +260,10 @@ TEST(ControlServer, ADescriptorShortageDoesNotSpinTheServer) {
     notes.push_back(text);
   };
   control::Server server(
-      dir.path(), [](const std::vector<std::string>&) { return control::Reply{true, "pong\n"}; },
+      dir.path(),
+      [](const std::vector<std::string>&) {
+        return control::Reply{true, "pong\n"};
+      },
       std::move(options));
   UniqueFd folder(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   std::string why;

@@ -101,9 +101,10 @@ int cmd_ctl(const std::vector<std::string>& args) {
       "set,s", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUE"),
       "attach: a key of the new hook's section (repeatable)")(
       "reason", po::value<std::string>()->value_name("TEXT"), "stop: why, for the log and record")(
-      "allow-widen", "set: give the hook more than it has (the operator's consent, as in the "
-                     "configuration file)")(
-      "watch,w", "status: refresh every --interval until the job ends or Ctrl-C")(
+      "allow-widen",
+      "set: give the hook more than it has (the operator's consent, as in the "
+      "configuration file)")("watch,w",
+                             "status: refresh every --interval until the job ends or Ctrl-C")(
       "interval", po::value<double>()->default_value(1.0)->value_name("SECS"),
       "status --watch: seconds between refreshes")(
       "timeout", po::value<int>()->default_value(30000)->value_name("MS"),

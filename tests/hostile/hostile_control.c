@@ -6,8 +6,8 @@
 #include "hostile.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 /* Sends `request` on a new connection to the socket and logs the job's reply (its words, one
@@ -53,8 +53,8 @@ static void hostile_attempt(hostile* h) {
   snprintf(socket_path, sizeof socket_path, "%s/../../control.sock", own);
   snprintf(token_path, sizeof token_path, "%s/../..", own);
   if (stat(token_path, &run) != 0) memset(&run, 0, sizeof run);
-  snprintf(token_path, sizeof token_path, "/run/user/%d/hookhost/control-%llu-%llu",
-           (int)geteuid(), (unsigned long long)run.st_dev, (unsigned long long)run.st_ino);
+  snprintf(token_path, sizeof token_path, "/run/user/%d/hookhost/control-%llu-%llu", (int)geteuid(),
+           (unsigned long long)run.st_dev, (unsigned long long)run.st_ino);
   if (access(token_path, F_OK) != 0)
     snprintf(token_path, sizeof token_path, "/tmp/hookhost-%d/control-%llu-%llu", (int)geteuid(),
              (unsigned long long)run.st_dev, (unsigned long long)run.st_ino);

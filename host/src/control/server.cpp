@@ -146,11 +146,11 @@ void Server::serve() {
     for (Waiting& w : waiting)
       if (w.fd && now >= w.deadline)
         send_all(w.fd.get(),
-                 encode_reply({false, "a request is the control token's line, then one line of "
-                                      "tab-separated words ending in a newline, at most " +
-                                          std::to_string(kMaxRequestBytes) + " bytes, sent within " +
-                                          std::to_string(options_.request_limit.count()) +
-                                          " ms\n"}));
+                 encode_reply({false,
+                               "a request is the control token's line, then one line of "
+                               "tab-separated words ending in a newline, at most " +
+                                   std::to_string(kMaxRequestBytes) + " bytes, sent within " +
+                                   std::to_string(options_.request_limit.count()) + " ms\n"}));
     std::erase_if(waiting, [&](const Waiting& w) { return !w.fd || now >= w.deadline; });
     if (ready > 0 && (fds[1].revents & POLLIN)) {
       if (const int shortage = accept_ready(waiting); shortage == 0) {
@@ -170,8 +170,7 @@ void Server::serve() {
 
 int Server::accept_ready(std::vector<Waiting>& waiting) {
   while (waiting.size() < options_.max_waiting) {
-    UniqueFd connection(
-        ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!connection) {
       const int error = errno;
       if (error == EINTR || error == ECONNABORTED) continue;

@@ -145,10 +145,9 @@ void refuse_token_folder_grant(const JobConfig& cfg, const PlannedHook& item,
       if (!ec && covers(path))
         throw ConfigError(
             cfg.where(*item.hook, paths == &policy.read ? "allow_read" : "allow_write") +
-                describe_hook(item.hook->name, display_text(item.plugin->metadata().id)) +
-                " may " + (paths == &policy.read ? "read " : "write ") +
-                display_text(path) + ", which holds the job's control token (in " +
-                display_text(folder.string()) +
+                describe_hook(item.hook->name, display_text(item.plugin->metadata().id)) + " may " +
+                (paths == &policy.read ? "read " : "write ") + display_text(path) +
+                ", which holds the job's control token (in " + display_text(folder.string()) +
                 "): the hook could steer the job through hookhost ctl; grant a narrower folder",
             paths == &policy.read ? "allow_read" : "allow_write");
 }

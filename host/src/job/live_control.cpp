@@ -346,10 +346,9 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
                      kAllowWiden);
   }
   const std::filesystem::path run_dir = setup_.run_dir;
-  const std::string change_text =
-      join(std::vector<std::string>(words.begin() + static_cast<std::ptrdiff_t>(first),
-                                    words.end()),
-           " ");
+  const std::string change_text = join(
+      std::vector<std::string>(words.begin() + static_cast<std::ptrdiff_t>(first), words.end()),
+      " ");
   return apply(
       [this, &previous, &next, name, overrides, run_dir, change_text](Runtime& runtime) -> Reply {
         std::optional<SavedHookState> state;

@@ -13,13 +13,10 @@ namespace {
 // How strictly a sandboxed hook is confined.
 int strictness(Confinement c) {
   switch (c) {
-    case Confinement::off:
-      return 0;
+    case Confinement::off: return 0;
     case Confinement::sandboxed:
-    case Confinement::all_untrusted:
-      return 1;
-    case Confinement::required:
-      return 2;
+    case Confinement::all_untrusted: return 1;
+    case Confinement::required: return 2;
   }
   return 0;
 }

@@ -192,9 +192,10 @@ void RunnerGroup::spawn() {
   }
   {
     std::lock_guard lock(members_mutex_);
-    register_runner(process_.pid(), name_.empty() && !members_.empty()
-                                        ? "hook '" + members_.begin()->second.hook_name + "''s runner"
-                                        : "isolation group '" + name_ + "''s runner");
+    register_runner(process_.pid(),
+                    name_.empty() && !members_.empty()
+                        ? "hook '" + members_.begin()->second.hook_name + "''s runner"
+                        : "isolation group '" + name_ + "''s runner");
   }
   {
     std::lock_guard lock(interrupt_mutex_);
