@@ -234,7 +234,9 @@ class MonitoredSession:
         """A live-control request, as `hookhost ctl RUN_DIR` sends it: control("status"),
         control("attach", "NAME", "PLUGIN", "KEY=VALUE", ...), control("detach", "NAME"),
         control("set", "NAME.KEY=VALUE"), control("checkpoint"), control("stop", "REASON")
-        (docs/operations.md). The change is made at the next step boundary: call it from another
+        (docs/operations.md). A set that widens what a hook may do needs control("set",
+        "--allow-widen", "NAME.KEY=VALUE"). The request goes to the job in this process, not
+        through its control socket, so no control token is needed. The change is made at the next step boundary: call it from another
         thread than the loop's, which would otherwise wait for itself (and be told "queued").
         Returns the job's answer; raises hookhost.ControlError with it when the job refuses."""
         ok, text = self._job.control([str(word) for word in request])
