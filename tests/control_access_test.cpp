@@ -187,7 +187,8 @@ TEST_F(ControlAccess, AClientWithoutTheTokenIsRefusedAndTheOperatorIsAnswered) {
 }
 
 TEST_F(ControlAccess, ASetThatWidensAHookIsRefusedWithoutAllowWiden) {
-  auto job = start("[hook.boxed]\nplugin = scripted\nisolation = process\nlimit_cpu_secs = 100\n");
+  auto job = start("[hook.boxed]\nplugin = scripted\ntrace = " + (root_ / "boxed.txt").string() +
+                   "\nisolation = process\nlimit_cpu_secs = 100\n");
   for (const auto& [change, key] : std::vector<std::pair<std::string, std::string>>{
            {"boxed.isolation=in_process", "boxed.isolation"},
            {"boxed.confine=off", "boxed.confine"},

@@ -23,6 +23,7 @@ typedef struct hostile {
   int64_t signal;  /* the integer parameter "signal", when the plugin has one */
   char path[1024]; /* the string parameter "path", when the plugin has one */
   int64_t port;    /* the integer parameter "port", when the plugin has one */
+  char name[64];   /* the instance's name */
 } hostile;
 
 /* The process that started this runner: the host. */
@@ -92,6 +93,7 @@ static hh_status hostile_create(const hh_host* host, const hh_create_args* args,
   target = hh_find_param(args, "target");
   signal_number = hh_find_param(args, "signal");
   h->host = host;
+  if (args->instance_name) snprintf(h->name, sizeof h->name, "%s", args->instance_name);
   if (target && target->is_set && target->string_value)
     snprintf(h->target, sizeof h->target, "%s", target->string_value);
   h->signal = signal_number && signal_number->is_set ? signal_number->int_value : 0;

@@ -1,8 +1,9 @@
-/* Steers the job through its control socket (RUN_DIR/control.sock, two folders above the hook's
- * run folder): reads the job's control token (where the job keeps it: the user's private folder,
- * named after the run directory's device and inode), then asks for `stop` and for
- * `set <self>.isolation=in_process`, each with no token and with a forged one, and logs each
- * reply's words. Needs the network granted (a confined hook without it cannot make the socket). */
+/* Steers the job through its control socket (RUN_DIR/control.sock: a confined hook's run folder
+ * is RUN_DIR/hooks/NAME, an unconfined one's RUN_DIR itself): reads the job's control token (where
+ * the job keeps it: the user's private folder, named after the run directory's device and inode),
+ * then asks for `stop` without a token and, with the token it read (zeros when it could not), for
+ * `stop`, `set <self>.isolation=in_process` and the same with --allow-widen, and logs each reply's
+ * words. Needs the network granted (a confined hook without it cannot make the socket). */
 #include "hostile.h"
 
 #include <fcntl.h>
@@ -45,13 +46,18 @@ static void hostile_ask(hostile* h, const char* socket_path, const char* what,
 static void hostile_attempt(hostile* h) {
   char own[1024], socket_path[1100], token_path[1100], request[1400], token[80], comm[32];
   const char* self;
-  struct stat run;
+  struct stat run, probe;
   long fd;
   ssize_t n;
   snprintf(own, sizeof own, "%s", h->host->run_dir(h->host));
-  self = strrchr(own, '/') ? strrchr(own, '/') + 1 : own;
-  snprintf(socket_path, sizeof socket_path, "%s/../../control.sock", own);
-  snprintf(token_path, sizeof token_path, "%s/../..", own);
+  self = h->name;
+  /* RUN_DIR/hooks/NAME when confined: the job's run directory is two folders up. */
+  snprintf(token_path, sizeof token_path, "%s/../../hooks/%s", own, self);
+  if (stat(token_path, &run) == 0 && stat(own, &probe) == 0 && run.st_ino == probe.st_ino &&
+      run.st_dev == probe.st_dev)
+    snprintf(own + strlen(own), sizeof own - strlen(own), "/../..");
+  snprintf(socket_path, sizeof socket_path, "%s/control.sock", own);
+  snprintf(token_path, sizeof token_path, "%s", own);
   if (stat(token_path, &run) != 0) memset(&run, 0, sizeof run);
   snprintf(token_path, sizeof token_path, "/run/user/%d/hookhost/control-%llu-%llu", (int)geteuid(),
            (unsigned long long)run.st_dev, (unsigned long long)run.st_ino);
