@@ -27,6 +27,7 @@
 
 namespace hookhost::testing {
 namespace {
+namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -313,5 +314,6 @@ TEST(ControlServer, ADescriptorShortageDoesNotSpinTheServer) {
   EXPECT_EQ(reply, "ok\npong\n");
 }
 
+}  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing
