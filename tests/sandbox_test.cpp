@@ -7,10 +7,14 @@
 #include <signal.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <hookhost/host/discovery.hpp>
 #include <hookhost/host/loader.hpp>
 #include <hookhost/host/runtime.hpp>
@@ -28,6 +32,7 @@
 #include "process.hpp"
 #include "sandbox/process_dispatch.hpp"
 #include "sandbox/protocol.hpp"
+#include "sandbox/shared_values.hpp"
 #include "sandbox/view_codec.hpp"
 #include "test_support.hpp"
 #include "testing/scripted_workload.hpp"
@@ -900,6 +905,52 @@ TEST(SandboxTest, RunnerCannotWriteToTheValuesArena) {
       << sandbox.log();
   // The host's values are intact: the other steps' caller fetches are what the workload made.
   sandbox.finish();
+}
+
+// The arena's memfd is sealed before a runner sees it. Reopened read-write through /proc (as code
+// in the runner can), it can be neither shrunk nor grown nor mapped writable, so the host's
+// writes never touch pages past its end (SIGBUS). A bigger arena is a new memfd, sealed the same.
+TEST(SandboxTest, TheValuesArenaCannotBeResizedByWhoeverHoldsIt) {
+  sandbox::ValuesArena arena;
+  const float value = 2.5f;
+  hh_tensor tensor;
+  hh_tensor_init(&tensor);
+  tensor.name = "loss";
+  tensor.dtype = HH_DTYPE_F32;
+  tensor.data = &value;
+  tensor.byte_size = sizeof value;
+  hh_run_values values{};
+  values.struct_size = HH_RUN_VALUES_SIZE;
+  values.count = 1;
+  values.tensors = &tensor;
+  values.tensor_stride = sizeof tensor;
+  for (const size_t bytes : {size_t{100}, size_t{1} << 20}) {
+    ASSERT_TRUE(arena.reserve(bytes));
+    const UniqueFd given = arena.read_only_fd();
+    const std::string path = "/proc/self/fd/" + std::to_string(given.get());
+    const UniqueFd rw(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    ASSERT_TRUE(rw) << std::strerror(errno);
+    const int wanted = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+    EXPECT_EQ(::fcntl(rw.get(), F_GET_SEALS) & wanted, wanted);
+    errno = 0;
+    EXPECT_EQ(::ftruncate(rw.get(), 0), -1);
+    EXPECT_EQ(errno, EPERM);
+    EXPECT_EQ(::ftruncate(rw.get(), static_cast<off_t>(arena.capacity() * 2)), -1);
+    EXPECT_EQ(::ftruncate(given.get(), 0), -1);  // the runner's own descriptor is read-only
+    EXPECT_EQ(::mmap(nullptr, arena.capacity(), PROT_READ | PROT_WRITE, MAP_SHARED, rw.get(), 0),
+              MAP_FAILED);
+    struct stat st {};
+    ASSERT_EQ(::fstat(rw.get(), &st), 0);
+    // Only with the size intact may the host write here: a shrunk arena would kill this test.
+    ASSERT_EQ(static_cast<size_t>(st.st_size), arena.capacity());
+    const auto placed = arena.write(values, 0);
+    ASSERT_EQ(placed.size(), 1u);
+    float read_back = 0;
+    ASSERT_EQ(
+        ::pread(rw.get(), &read_back, sizeof read_back, static_cast<off_t>(placed[0].data_offset)),
+        static_cast<ssize_t>(sizeof read_back));
+    EXPECT_EQ(read_back, value);
+  }
 }
 
 TEST(SandboxTest, MemoryLimitMakesAllocationFailWithoutHarmingTheHost) {

@@ -59,16 +59,29 @@ bool ValuesArena::reserve(size_t bytes) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   size_t wanted = std::max({bytes, capacity_ * 2, kMinCapacity});
   wanted = (wanted + page - 1) / page * page;
-  if (!memfd_) {
-    memfd_.reset(::memfd_create("hookhost-values", MFD_CLOEXEC));
-    if (!memfd_) throw std::system_error(errno, std::generic_category(), "memfd_create");
-  }
-  if (::ftruncate(memfd_.get(), static_cast<off_t>(wanted)) != 0)
+  // A new memfd for every size: its size is sealed, so growing cannot reuse it.
+  UniqueFd fd(::memfd_create("hookhost-values", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) throw std::system_error(errno, std::generic_category(), "memfd_create");
+  if (::ftruncate(fd.get(), static_cast<off_t>(wanted)) != 0)
     throw std::system_error(errno, std::generic_category(), "ftruncate of the values arena");
-  void* map = ::mmap(nullptr, wanted, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_.get(), 0);
+  void* map = ::mmap(nullptr, wanted, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (map == MAP_FAILED)
     throw std::system_error(errno, std::generic_category(), "mmap of the values arena");
+  // Sealed before the runner sees it: a runner that reopens it read-write through /proc cannot
+  // truncate it under the host's mapping (the host's next write would die of SIGBUS).
+  int seal_error = 0;
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) seal_error = errno;
+#ifdef F_SEAL_FUTURE_WRITE
+  // No new writable mapping either (the host's, made above, stays); older kernels lack the seal.
+  if (!seal_error) (void)::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_FUTURE_WRITE);
+#endif
+  if (!seal_error && ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SEAL) != 0) seal_error = errno;
+  if (seal_error) {
+    ::munmap(map, wanted);
+    throw std::system_error(seal_error, std::generic_category(), "sealing the values arena");
+  }
   if (map_) ::munmap(map_, capacity_);
+  memfd_ = std::move(fd);
   map_ = static_cast<std::byte*>(map);
   capacity_ = wanted;
   ++generation_;

@@ -2,7 +2,10 @@
 // maps read-write and rewrites each step, handed to the runner once (again when it grows) as a
 // descriptor reopened read-only through /proc/self/fd. The runner can map it only PROT_READ: a
 // writable mapping and a later mprotect fail with EACCES, so a hook cannot change what the host
-// holds. (Sealing with F_SEAL_WRITE is no use here: it would stop the host's writes too.)
+// holds. Each memfd is sealed against shrinking and growing (and new writable mappings) before the
+// runner gets it: a hook that reopens it read-write through /proc/self/fd cannot truncate it, so
+// the host's writes never touch pages past its end (SIGBUS). F_SEAL_WRITE is no use here: it would
+// stop the host's writes too.
 //
 // Layout per step: each value's name (NUL-terminated), shape, and data, 8-byte aligned. String
 // tensors carry their hh_str array in the arena too, with pointers already in the runner's address
@@ -42,8 +45,9 @@ class ValuesArena {
   // CPU (device memory cannot cross to another process).
   static size_t measure(const hh_run_values& values);
 
-  // Makes room for `bytes` (grows, never shrinks). Returns true when the arena was replaced: its
-  // generation changed and the runner must map it again. Throws std::system_error.
+  // Makes room for `bytes` (grows, never shrinks; a new sealed memfd each time). Returns true when
+  // the arena was replaced: its generation changed and the runner must map it again. Throws
+  // std::system_error.
   bool reserve(size_t bytes);
   uint64_t generation() const { return generation_; }
   size_t capacity() const { return capacity_; }
