@@ -61,6 +61,8 @@ class Confine : public ::testing::Test {
                              "hostile_proc_mem",
                              "hostile_big_file",
                              "hostile_garbage",
+                             "hostile_memfd",
+                             "hostile_violation_flood",
                              "hostile_read_declared",
                              "hostile_write_declared",
                              "hostile_connect_declared",
@@ -339,6 +341,57 @@ TEST_F(Confine, AFileCannotGrowPastLimitFileMb) {
 TEST_F(Confine, GarbageInTheChannelCostsOnlyTheHookThatWroteIt) {
   const ProcessResult r = run("hostile_garbage", "on_crash = disable");
   EXPECT_THAT(r.out, HasSubstr("broke the sandbox protocol"));
+  expect_job_intact(r);
+}
+
+// The values arena is sealed: a hook that reopens the memfd it is handed read-write through
+// /proc/self/fd and truncates it gets EPERM, and the host, which rewrites the arena every step,
+// is never touched past its end (SIGBUS). Confined or not: the seal is what holds either way.
+TEST_F(Confine, TheValuesArenaCannotBeTruncatedUnderTheHost) {
+  for (const bool confined : {true, false}) {
+    SCOPED_TRACE(confined ? "confined" : "unconfined");
+    const ProcessResult r =
+        confined ? run("hostile_memfd", "") : run_unconfined("hostile_memfd", "");
+    EXPECT_THAT(r.out, Not(HasSubstr("mmap slots patched: 0")));
+    EXPECT_THAT(r.out, HasSubstr("hostile: reopen memfd:hookhost-values (deleted) read-write: ok"));
+    EXPECT_THAT(r.out, HasSubstr("hostile: ftruncate(memfd:hookhost-values (deleted) reopened "
+                                 "read-write, 0): failed: EPERM"));
+    // The descriptor the runner gets is read-only.
+    EXPECT_THAT(r.out, HasSubstr("hostile: ftruncate(the received descriptor, 0): failed: EINVAL"));
+    EXPECT_THAT(r.out, Not(HasSubstr("SIGBUS")));
+    expect_job_intact(r);
+  }
+}
+
+// Records on the violation pipe are the runner's word, not the host's: a hook that forges
+// thousands, each naming another instance of its group as the caller, gets them named as its
+// group runner's, at most so many a second and so many in all; the other member is never blamed.
+TEST_F(Confine, ForgedViolationRecordsBlameOnlyTheirRunnerAndAreBounded) {
+  write_file(dir_ / "job.ini",
+             "[run]\nrun_dir = run\nisolation = process\nisolation_group = g\n\n[workload]\n"
+             "name = linreg\nepochs = 1\n\n[hook.hostile]\nplugin = hostile_violation_flood\n\n"
+             "[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
+  ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                  plugins_.string(), "--fresh"},
+                                 dir_.path());
+  r.out += r.err;
+  EXPECT_THAT(r.out, HasSubstr("hostile: forged 20000 violation records"));
+  EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace'")));
+  EXPECT_THAT(r.out, Not(HasSubstr("[trace] [error]")));
+  EXPECT_THAT(r.out, HasSubstr("a hook in the runner process of isolation group 'g' tried to "
+                               "signal another process (kill, pid "));
+  // Said when the flood's window ends or the runner does, still of the group (the flooding member
+  // may have left by then).
+  EXPECT_THAT(r.out, HasSubstr("a hook in the runner process of isolation group 'g': "));
+  EXPECT_THAT(r.out, HasSubstr("more records of denied calls suppressed (more than 20 a second)"));
+  EXPECT_LE(count(r.out, "tried to"), 64);
+  expect_job_intact(r);
+
+  // A runner of its own: the records name the one hook there, bounded the same way.
+  r = run("hostile_violation_flood", "");
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_violation_flood') tried to "));
+  EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace' (plugin 'lifecycle_trace') tried to")));
+  EXPECT_LE(count(r.out, "tried to"), 64);
   expect_job_intact(r);
 }
 

@@ -9,6 +9,8 @@
 #include <system_error>
 #include <tuple>
 
+#include <spdlog/spdlog.h>
+
 #include "confine/kernel_support.hpp"
 #include "confine/policy.hpp"
 #include "confine/violation.hpp"
@@ -24,6 +26,18 @@ namespace {
 constexpr auto kDeathGrace = std::chrono::milliseconds(1000);
 // How long a runner that crashed may take to write its core dump before it is killed.
 constexpr auto kCoreDumpGrace = std::chrono::seconds(30);
+
+// The words of one denied call are cut to this many bytes (a path's end kept), and a runner's
+// first kMaxKeptViolations different ones are kept to log each once; past that none are kept.
+constexpr size_t kMaxViolationWordsBytes = 600;
+constexpr size_t kMaxKeptViolations = 64;
+
+std::string cut_violation_words(std::string words) {
+  if (words.size() <= kMaxViolationWordsBytes) return words;
+  const size_t keep_end = kMaxViolationWordsBytes / 2;
+  return words.substr(0, kMaxViolationWordsBytes - keep_end - 5) + " ... " +
+         words.substr(words.size() - keep_end);
+}
 
 std::pair<UniqueFd, UniqueFd> make_pipe() {
   auto ends = open_pipe();
@@ -63,6 +77,13 @@ class RunnerGroup::Routing final : public RunnerIo::Routing {
     group_.report_violation(violation);
   }
 
+  void violations_suppressed(uint64_t count, int per_second) override {
+    std::lock_guard lock(group_.members_mutex_);
+    group_.violation_log(HH_LOG_WARN, group_.violation_subject() + ": " + std::to_string(count) +
+                                          " more records of denied calls suppressed (more than " +
+                                          std::to_string(per_second) + " a second)");
+  }
+
  private:
   RunnerGroup& group_;
 };
@@ -81,6 +102,27 @@ uint32_t RunnerGroup::join(const hh_host& host, std::string hook_name, std::stri
   return id;
 }
 
+// The runner a record came from is all the host knows of who made the call: the record's
+// instance field is written by the runner's process, which its plugins own, so a hook could name
+// another member with it. A hook's private runner names that hook; a group's runner names the group
+// (whoever is left in it), through the job's logger rather than a member's.
+void RunnerGroup::violation_log(int level, const std::string& line) const {
+  if (name_.empty() && !members_.empty()) {
+    const hh_host& host = *members_.begin()->second.host;
+    host.log(&host, level, line.data(), line.size());
+  } else if (!name_.empty()) {
+    spdlog::default_logger()->log(static_cast<spdlog::level::level_enum>(level), line);
+  }
+}
+
+std::string RunnerGroup::violation_subject() const {
+  if (name_.empty() && !members_.empty()) {
+    const Member& sole = members_.begin()->second;
+    return describe_hook(sole.hook_name, sole.plugin_id);
+  }
+  return "a hook in " + runner_words(false);
+}
+
 void RunnerGroup::report_violation(const confine::Violation& violation) {
   const confine::ViolationRecord& record = violation.record;
   const bool file_call = record.path_bytes > 0 && confine::find_file_call(record.nr);
@@ -90,25 +132,29 @@ void RunnerGroup::report_violation(const confine::Violation& violation) {
       (violation.second_path.empty() ||
        confine::policy_allows(*options_.policy, process_.pid(), violation.second_path, true)))
     return;
-  // A record naming no member (a plugin thread's call between calls) is blamed on the runner.
-  auto it = members_.find(record.instance);
-  const bool named = it != members_.end();
-  if (!named) it = members_.begin();
-  if (it == members_.end()) return;  // nobody left to tell
+  if (members_.empty()) return;  // nobody left to tell
   const confine::ViolationText text = confine::describe_violation(violation);
-  const std::string who = named ? describe_hook(it->second.hook_name, it->second.plugin_id)
-                                : "a hook in " + runner_words(false);
-  std::string words = who + " tried to " + text.what + " (" + text.call;
+  std::string words = violation_subject() + " tried to " + text.what + " (" + text.call;
   if (!text.detail.empty()) words += ", " + text.detail;
   words += ")";
+  words = cut_violation_words(std::move(words));
   if (record.fatal) fatal_violation_ = words;
-  if (!violations_seen_.insert(words).second) return;
+  if (violations_seen_.count(words)) return;
+  if (violations_seen_.size() >= kMaxKeptViolations) {
+    // Past the cap nothing more is kept: one note, then the attempts go unnamed.
+    if (!violations_capped_)
+      violation_log(HH_LOG_WARN, violation_subject() + ": more than " +
+                                     std::to_string(kMaxKeptViolations) +
+                                     " different denied calls; further ones are not named");
+    violations_capped_ = true;
+    return;
+  }
+  violations_seen_.insert(words);
   words += record.fatal ? ": denied by its capability policy; the calling process was stopped "
                           "(SIGSYS)"
            : file_call  ? ": denied by its capability policy (the call failed with EACCES)"
                         : ": denied by its capability policy (the call failed with EPERM)";
-  const hh_host& host = *it->second.host;
-  host.log(&host, HH_LOG_ERROR, words.data(), words.size());
+  violation_log(HH_LOG_ERROR, words);
 }
 
 size_t RunnerGroup::member_count() const {

@@ -109,11 +109,15 @@ class RunnerGroup {
     std::string hook_name;
     std::string plugin_id;
   };
-  // A denied call of the runner: logged once per member, call and detail, through the member's
-  // logger (the group's first member when the record names none); a fatal one is kept for the
-  // loss message. Called with members_mutex_ held.
+  // A denied call of the runner: attributed to the runner alone (its one hook, or "a hook in" the
+  // group's runner), never to the instance the record names; logged once per distinct text (cut
+  // to a fixed size), for at most a fixed number of texts per runner; a fatal one is kept for the
+  // loss message. These three are called with members_mutex_ held.
   void report_violation(const confine::Violation& violation);
+  void violation_log(int level, const std::string& line) const;
+  std::string violation_subject() const;
   std::set<std::string> violations_seen_;  // across restarts: once per distinct attempt
+  bool violations_capped_ = false;         // the cap on violations_seen_ was reached and said
   std::string fatal_violation_;            // the last fatal one's words, for the loss message
   mutable std::mutex members_mutex_;       // the I/O thread reads the members
   std::map<uint32_t, Member> members_;

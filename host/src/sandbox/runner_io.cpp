@@ -25,19 +25,21 @@ void set_nonblocking(int fd) {
 }  // namespace
 
 RunnerIo::RunnerIo(Routing& routing, UniqueFd stdout_pipe, UniqueFd stderr_pipe,
-                   UniqueFd side_channel, UniqueFd violations, int max_lines_per_second)
+                   UniqueFd side_channel, UniqueFd violations, int max_lines_per_second,
+                   int max_violations_per_second)
     : routing_(routing),
       out_{std::move(stdout_pipe), HH_LOG_INFO, {}},
       err_{std::move(stderr_pipe), HH_LOG_WARN, {}},
       side_(std::move(side_channel)),
       violations_(std::move(violations)),
+      max_violations_per_second_(max_violations_per_second),
       wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       max_lines_per_second_(max_lines_per_second) {
   if (!wake_) throw std::system_error(errno, std::generic_category(), "eventfd");
   set_nonblocking(out_.fd.get());
   set_nonblocking(err_.fd.get());
   set_nonblocking(violations_.get());
-  window_start_ = Clock::now();
+  window_start_ = violation_window_start_ = Clock::now();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -71,16 +73,20 @@ void RunnerIo::run() {
     const int err = add(err_.fd.get());
     const int side = add(side_.fd());
     int violations_fd;
+    bool suppressed;
     {
       std::lock_guard lock(violations_mutex_);
       violations_fd = violations_.get();
+      suppressed = violations_suppressed_ > 0;
     }
     const int violations = add(violations_fd);
     if (out < 0 && err < 0 && side < 0 && violations < 0)
       break;           // the runner is gone and everything is read
-    int timeout = -1;  // with lines dropped, wake up when the window ends to say so
-    if (dropped_ > 0) {
-      const auto left = window_start_ + kWindow - Clock::now();
+    int timeout = -1;  // with lines or records dropped, wake up when the window ends to say so
+    if (dropped_ > 0 || suppressed) {
+      const auto left = std::min(dropped_ > 0 ? window_start_ : Clock::time_point::max(),
+                                 suppressed ? violation_window_start_ : Clock::time_point::max()) +
+                        kWindow - Clock::now();
       timeout = static_cast<int>(std::max<int64_t>(
           0, std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1));
     }
@@ -92,6 +98,8 @@ void RunnerIo::run() {
         window_start_ = Clock::now();
         lines_in_window_ = 0;
       }
+      std::lock_guard lock(violations_mutex_);
+      roll_violation_window(Clock::now());
       continue;
     }
     if (fds[wake].revents) break;
@@ -104,6 +112,17 @@ void RunnerIo::run() {
   drain(out_, true);
   drain(err_, true);
   note_dropped();
+  std::lock_guard lock(violations_mutex_);
+  roll_violation_window(Clock::time_point::max());
+}
+
+void RunnerIo::roll_violation_window(Clock::time_point now) {
+  if (now - violation_window_start_ < kWindow) return;
+  if (violations_suppressed_ > 0)
+    routing_.violations_suppressed(violations_suppressed_, max_violations_per_second_);
+  violations_suppressed_ = 0;
+  violations_in_window_ = 0;
+  violation_window_start_ = now == Clock::time_point::max() ? Clock::now() : now;
 }
 
 void RunnerIo::drain_violations() {
@@ -117,8 +136,15 @@ void RunnerIo::drain_violations() {
       break;
     }
     violation_reader_.append(buffer, static_cast<size_t>(n));
-    for (confine::Violation violation; violation_reader_.next(&violation);)
+    for (confine::Violation violation; violation_reader_.next(&violation);) {
+      roll_violation_window(Clock::now());
+      if (violations_in_window_ >= max_violations_per_second_) {
+        ++violations_suppressed_;
+        continue;
+      }
+      ++violations_in_window_;
       routing_.violation(violation);
+    }
     if (violation_reader_.corrupt()) violations_.reset();  // nothing after it can be framed
   }
 }
