@@ -28,8 +28,8 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include "storage/checkpoint_writer.hpp"
 #include "storage/checkpoint.hpp"
+#include "storage/checkpoint_writer.hpp"
 #include "storage/event_writer.hpp"
 
 #include "plugin_harness.hpp"
@@ -390,7 +390,19 @@ TEST(Checkpoint, AStrayFileIsRejectedWithoutReadingItWhole) {
   put_le(body, crc32c(body), 4);
   write_file(dir / "model.ckpt-9", body);
   EXPECT_THAT(read_error(dir / "model.ckpt-9"),
-              AllOf(HasSubstr("a section needs 1099511627776 bytes"), HasSubstr("1 are left")));
+              AllOf(HasSubstr((dir / "model.ckpt-9").string()), HasSubstr("at byte 37"),
+                    HasSubstr("a section needs 1099511627776 bytes"), HasSubstr("1 are left")));
+  // 2^63, and 2^64 - 1 (which would wrap a sum): refused the same way.
+  for (const uint64_t length : {uint64_t{1} << 63, ~uint64_t{0}}) {
+    body.resize(body.size() - 1 - 4 - 8);
+    put_le(body, length, 8);
+    body += "w";
+    put_le(body, crc32c(body), 4);
+    write_file(dir / "model.ckpt-9", body);
+    EXPECT_THAT(read_error(dir / "model.ckpt-9"),
+                AllOf(HasSubstr("at byte 37"),
+                      HasSubstr("a section needs " + std::to_string(length) + " bytes")));
+  }
 }
 
 TEST(Checkpoint, RestoreSkipsACheckpointWhoseNameAndHeaderDisagree) {

@@ -14,6 +14,7 @@
 #include "report/run_record.hpp"
 #include "report/svg_chart.hpp"
 #include "storage/event_writer.hpp"
+#include "storage/tfrecord_reader.hpp"
 #include "test_support.hpp"
 
 namespace hookhost {
@@ -189,6 +190,88 @@ TEST(EventSeries, ReadsScalarsOfEveryFolderFromRealEventFilesAndStopsAtATornTail
   EXPECT_FLOAT_EQ(scan.series[2].points.at(0).value, 0.75f);
   ASSERT_EQ(scan.problems.size(), 1u);
   EXPECT_THAT(scan.problems[0], AllOf(HasSubstr(sub_file.string()), HasSubstr("torn")));
+}
+
+// A record header declaring `length` bytes, with the length's checksum right, so only the length
+// itself is wrong.
+std::string header_declaring(uint64_t length) {
+  std::string header;
+  for (int i = 0; i < 8; ++i) header.push_back(static_cast<char>(length >> (8 * i)));
+  const uint32_t crc = masked_crc32c(header);
+  for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>(crc >> (8 * i)));
+  return header;
+}
+
+// Every length an event file declares is checked against the bytes left in the file and a
+// maximum before anything is allocated (a hook can write an event file in its own folder): each
+// hostile length is a problem naming the file and the record's byte, and the records before it
+// are read.
+TEST(EventSeries, AHostileRecordLengthIsAProblemNamingFileAndOffsetNeverAnAllocation) {
+  struct Case {
+    const char* name;
+    uint64_t length;      // 0: the file's size + 1, known once it is written
+    uint64_t pad;         // bytes after the header (sparse)
+    const char* problem;  // what the problem says
+  };
+  const Case cases[] = {
+      {"2^63", uint64_t{1} << 63, 16, "more than a record may hold"},
+      {"2^64 - 1", ~uint64_t{0}, 16, "more than a record may hold"},
+      {"the file's size + 1", 0, 16, "is torn: it declares "},
+      {"one byte past the end", 17, 16, "is torn: it declares 17 bytes of data, 16 are left"},
+      {"over the maximum, in a file that holds it", kMaxTfRecordBytes + 1, kMaxTfRecordBytes + 64,
+       "more than a record may hold"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    fs::path file;
+    {
+      EventFileWriter writer(dir / "hooks" / "x");
+      writer.add_scalar(1, "loss", 0.5f);
+      writer.add_scalar(2, "loss", 0.25f);
+      writer.flush();
+      file = writer.file();
+    }
+    const uint64_t at = fs::file_size(file);
+    {
+      std::ofstream out(file, std::ios::app | std::ios::binary);
+      out << header_declaring(c.length ? c.length : at + 12 + c.pad + 1);
+    }
+    fs::resize_file(file, at + 12 + c.pad);  // sparse: no disk for the big one
+    const EventScan scan = read_scalar_series(dir.path());
+    ASSERT_EQ(scan.series.size(), 1u);
+    EXPECT_EQ(scan.series[0].points.size(), 2u);
+    ASSERT_EQ(scan.problems.size(), 1u);
+    EXPECT_THAT(scan.problems[0],
+                AllOf(HasSubstr(file.string()),
+                      HasSubstr("the record at byte " + std::to_string(at)), HasSubstr(c.problem)));
+    // The writer that reopens such a file cuts it back to its whole records.
+    EXPECT_EQ(truncate_to_last_whole_record(file), 12 + c.pad);
+    EXPECT_EQ(fs::file_size(file), at);
+  }
+}
+
+// A run record's line is read up to a bound: a longer one is skipped, named by its line and byte,
+// and the lines around it are read.
+TEST(RunRecord, ALineOverTheBoundIsSkippedAndNamedWithItsOffset) {
+  TempDir dir;
+  const fs::path file = dir / "run-record.jsonl";
+  { RunRecordWriter(file).write(a_start(false, 0)); }
+  const uint64_t at = fs::file_size(file);
+  {
+    std::ofstream out(file, std::ios::app | std::ios::binary);
+    out << "{\"event\":{\"text\":\"" << std::string(3 << 20, 'x') << "\"}}\n";
+  }
+  { RunRecordWriter(file).write(a_start(true, 5)); }
+  const RunRecord record = read_run_record(file);
+  ASSERT_EQ(record.starts.size(), 2u);
+  EXPECT_EQ(record.starts[1].global_step, 5);
+  ASSERT_EQ(record.bad_lines.size(), 1u);
+  EXPECT_THAT(record.bad_lines[0],
+              AllOf(HasSubstr(file.string() + ":2: a line of more than 1048576 bytes at byte " +
+                              std::to_string(at)),
+                    HasSubstr("skipped")));
+  EXPECT_FALSE(record.torn_last_line);
 }
 
 // ---- downsampling

@@ -1,26 +1,25 @@
 #include "report/event_series.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
 
 #include "proto/tensorboard_event.pb.h"
-#include "storage/event_writer.hpp"
+#include "storage/tfrecord_reader.hpp"
+#include "support/unique_fd.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
 
 namespace {
-
-uint64_t little_endian(const char* bytes, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[i]);
-  return v;
-}
 
 bool is_loss(const std::string& tag) {
   return tag == "loss" || (tag.size() > 5 && tag.ends_with("/loss"));
@@ -31,50 +30,31 @@ using SeriesIndex = std::map<std::pair<std::string, std::string>, std::size_t>;
 
 void read_into(const fs::path& file, const std::string& folder, EventScan& scan,
                SeriesIndex& index) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
     scan.problems.push_back(file.string() + ": cannot be opened: " + std::strerror(errno));
     return;
   }
   ++scan.files;
+  // The framing's lengths are checked against the file before anything is allocated.
+  TfRecordReader reader(fd.get(), static_cast<uint64_t>(st.st_size));
   std::string data;
   hookhost::tb::Event event;
-  for (uint64_t offset = 0;;) {
-    char header[12];
-    in.read(header, sizeof header);
-    if (in.gcount() == 0) break;
-    if (in.gcount() != static_cast<std::streamsize>(sizeof header)) {
-      scan.problems.push_back(file.string() + ": a torn record at byte " + std::to_string(offset) +
-                              " (the job was killed while writing it) is ignored");
+  for (;;) {
+    const TfRecordReader::Status status = reader.next(data);
+    if (status == TfRecordReader::Status::end) break;
+    if (status != TfRecordReader::Status::record) {
+      const bool torn = status == TfRecordReader::Status::torn;
+      scan.problems.push_back(file.string() + ": " + reader.why(status) +
+                              (torn ? " (the job was killed while writing it, or the file is "
+                                      "corrupt); it is ignored"
+                                    : "; the rest of the file is ignored"));
       break;
     }
-    const uint64_t length = little_endian(header, 8);
-    if (masked_crc32c(std::string_view(header, 8)) != little_endian(header + 8, 4)) {
-      scan.problems.push_back(file.string() + ": the record length at byte " +
-                              std::to_string(offset) +
-                              " fails its checksum; the rest of the file is ignored");
-      break;
-    }
-    data.resize(length);
-    char footer[4];
-    in.read(data.data(), static_cast<std::streamsize>(length));
-    const bool whole = in.gcount() == static_cast<std::streamsize>(length) &&
-                       in.read(footer, sizeof footer) && in.gcount() == sizeof footer;
-    if (!whole) {
-      scan.problems.push_back(file.string() + ": a torn record at byte " + std::to_string(offset) +
-                              " (the job was killed while writing it) is ignored");
-      break;
-    }
-    if (masked_crc32c(data) != little_endian(footer, 4)) {
-      scan.problems.push_back(file.string() + ": the record at byte " + std::to_string(offset) +
-                              " fails its checksum; the rest of the file is ignored");
-      break;
-    }
-    const uint64_t at = offset;
-    offset += sizeof header + length + sizeof footer;
     if (!event.ParseFromString(data)) {
-      scan.problems.push_back(file.string() + ": the record at byte " + std::to_string(at) +
-                              " is not an Event; skipped");
+      scan.problems.push_back(file.string() + ": the record at byte " +
+                              std::to_string(reader.offset()) + " is not an Event; skipped");
       continue;
     }
     ++scan.records;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <utility>
 
 #include "proto/run_record.pb.h"
 
@@ -171,29 +172,68 @@ void RunRecordWriter::write(const RecordedCost& cost) {
   append_line(to_json(line));
 }
 
+namespace {
+
+// A record line is a few hundred bytes; a longer one is no line this host wrote, and is skipped
+// without being kept. At most so many bad lines are listed, then how many more there were.
+constexpr std::size_t kMaxRecordLineBytes = 1 << 20;
+constexpr std::size_t kMaxBadLinesListed = 100;
+
+// The next line of `in` without its newline, at most kMaxRecordLineBytes of it kept (*cut: more
+// were skipped). False at the end of the file.
+bool next_line(std::streambuf& in, std::string& line, uint64_t* bytes, bool* cut) {
+  line.clear();
+  *bytes = 0;
+  *cut = false;
+  using Traits = std::streambuf::traits_type;
+  for (Traits::int_type c; !Traits::eq_int_type(c = in.sbumpc(), Traits::eof());) {
+    ++*bytes;
+    if (c == '\n') return true;
+    if (line.size() < kMaxRecordLineBytes)
+      line.push_back(Traits::to_char_type(c));
+    else
+      *cut = true;
+  }
+  return *bytes > 0;
+}
+
+}  // namespace
+
 RunRecord read_run_record(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
     throw std::runtime_error("cannot read the run record " + file.string() + ": " + errno_text());
-  std::vector<std::string> lines;
-  for (std::string text; std::getline(in, text);) lines.push_back(std::move(text));
-  while (!lines.empty() && lines.back().empty()) lines.pop_back();
 
   RunRecord record;
+  std::size_t unlisted = 0;
+  auto bad = [&](std::string why) {
+    if (record.bad_lines.size() < kMaxBadLinesListed)
+      record.bad_lines.push_back(std::move(why));
+    else
+      ++unlisted;
+  };
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;  // a newer hookhost's lines still read
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;  // the newline a writer put after a torn line
+  std::string text, failed;  // failed: why the last line read did not parse, until one follows
+  uint64_t offset = 0, bytes = 0;
+  bool cut = false;
+  for (std::size_t number = 1; next_line(*in.rdbuf(), text, &bytes, &cut);
+       ++number, offset += bytes) {
+    if (text.empty() && !cut) continue;  // the newline a writer put after a torn line
+    if (!failed.empty()) bad(std::exchange(failed, {}));
     ++record.lines;
+    const std::string where = file.string() + ":" + std::to_string(number);
+    if (cut) {
+      bad(where + ": a line of more than " + std::to_string(kMaxRecordLineBytes) +
+          " bytes at byte " + std::to_string(offset) + "; skipped");
+      continue;
+    }
     pb::RecordLine line;
-    const auto status = google::protobuf::util::JsonStringToMessage(lines[i], &line, options);
+    const auto status = google::protobuf::util::JsonStringToMessage(text, &line, options);
     if (!status.ok() || line.what_case() == pb::RecordLine::WHAT_NOT_SET) {
-      if (i + 1 == lines.size())
-        record.torn_last_line = true;
-      else
-        record.bad_lines.push_back(
-            file.string() + ":" + std::to_string(i + 1) + ": " +
-            (status.ok() ? std::string("no start, event or cost") : std::string(status.message())));
+      failed =
+          where + ": " +
+          (status.ok() ? std::string("no start, event or cost") : std::string(status.message()));
       continue;
     }
     switch (line.what_case()) {
@@ -212,6 +252,10 @@ RunRecord read_run_record(const fs::path& file) {
       case pb::RecordLine::WHAT_NOT_SET: break;
     }
   }
+  record.torn_last_line = !failed.empty();  // the last line: torn by a killed job
+  if (unlisted > 0)
+    record.bad_lines.push_back(file.string() + ": " + std::to_string(unlisted) +
+                               " more lines that are not record lines");
   return record;
 }
 

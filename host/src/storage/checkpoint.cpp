@@ -79,9 +79,9 @@ class StreamReader {
  private:
   void need(uint64_t n) const {
     if (n > left_)
-      throw std::runtime_error(file_.string() +
-                               ": truncated or corrupt checkpoint (a section needs " +
-                               std::to_string(n) + " bytes, " + std::to_string(left_) +
+      throw std::runtime_error(file_.string() + ": truncated or corrupt checkpoint (at byte " +
+                               std::to_string(offset_) + " a section needs " + std::to_string(n) +
+                               " bytes, " + std::to_string(left_) +
                                " are left before the checksum)");
   }
   void read(char* out, uint64_t n) {
@@ -92,10 +92,12 @@ class StreamReader {
                                ": the file shrank while it was read");
     crc_.process_bytes(out, n);
     left_ -= n;
+    offset_ += n;
   }
   const fs::path& file_;
   std::ifstream in_;
   uint64_t left_ = 0;
+  uint64_t offset_ = 0;  // of the next byte to read
   Crc32c crc_;
 };
 

@@ -17,6 +17,7 @@
 #include "proto/tensorboard_event.pb.h"
 #include "storage/crc32c.hpp"
 #include "storage/folder_beneath.hpp"
+#include "storage/tfrecord_reader.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -344,26 +345,15 @@ uint64_t truncate_to_last_whole_record(const fs::path& file) {
 
 uint64_t truncate_to_last_whole_record(int fd, const fs::path& file) {
   const off_t end = ::lseek(fd, 0, SEEK_END);
-  uint64_t good = 0;
-  // Walk the framing: 8-byte length, 4-byte CRC of it, data, 4-byte CRC of the data.
-  while (true) {
-    char header[kHeaderBytes];
-    if (::pread(fd, header, kHeaderBytes, static_cast<off_t>(good)) !=
-        static_cast<ssize_t>(kHeaderBytes))
-      break;
-    const uint64_t length = load_le(header, 8);
-    if (masked_crc32c(std::string_view(header, 8)) != load_le(header + 8, 4)) break;
-    if (length > static_cast<uint64_t>(end) - good - kHeaderBytes ||
-        static_cast<uint64_t>(end) - good - kHeaderBytes - length < kFooterBytes)
-      break;
-    std::string data(length + kFooterBytes, '\0');
-    if (::pread(fd, data.data(), data.size(), static_cast<off_t>(good + kHeaderBytes)) !=
-        static_cast<ssize_t>(data.size()))
-      break;
-    if (masked_crc32c(std::string_view(data.data(), length)) != load_le(data.data() + length, 4))
-      break;
-    good += kHeaderBytes + length + kFooterBytes;
+  if (end < 0)
+    throw std::runtime_error("cannot read the size of " + file.string() + ": " +
+                             std::strerror(errno));
+  // Every whole record is kept; the first that is not (torn, corrupt) and all after it go.
+  TfRecordReader reader(fd, static_cast<uint64_t>(end));
+  std::string data;
+  while (reader.next(data) == TfRecordReader::Status::record) {
   }
+  const uint64_t good = reader.consumed();
   const uint64_t removed = static_cast<uint64_t>(end) - good;
   if (removed > 0 && ::ftruncate(fd, static_cast<off_t>(good)) != 0) {
     const int error = errno;
