@@ -59,8 +59,10 @@ if [ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ]; then
     ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build-asan/CMakeCache.txt; then
     rm -rf build-asan
   fi
+  # No precompiled headers here: a clang .pch holds the clone's absolute paths, so every file that
+  # used one would miss ccache in the next clone.
   scripts/build.sh build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON \
+    -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON \
     -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_EXAMPLES=ON -DHOOKHOST_BUILD_BENCH=OFF
   phase_done "build (Debug, ASan + UBSan, clang)"
