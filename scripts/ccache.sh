@@ -5,9 +5,13 @@
 # Sets `launcher` to the CMake arguments; HOOKHOST_CCACHE=0 turns it off.
 launcher=()
 if [ "${HOOKHOST_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # ccache-launch.sh: ccache, with a clang precompiled header hashed by its contents.
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER="$PWD/scripts/ccache-launch.sh"
+    -DCMAKE_CXX_COMPILER_LAUNCHER="$PWD/scripts/ccache-launch.sh")
   export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_IGNOREOPTIONS='-ffile-prefix-map=*'
-  # The precompiled headers of the test executables (target_precompile_headers).
+  # Precompiled headers (target_precompile_headers); a clang .pch hashed by its .sum
+  # (pch_external_checksum, written by ccache-launch.sh).
   export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  export CCACHE_PCH_EXTSUM=1
   export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 fi

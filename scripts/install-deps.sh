@@ -11,7 +11,7 @@ packages=(
   libseccomp-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev lld
   libdlpack-dev
   libssl-dev
   pybind11-dev python3-dev python3-numpy

@@ -52,18 +52,20 @@ phase_done "fuzzers (build and ${HOOKHOST_FUZZ_SECONDS:-30}s each)"
 if [ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ]; then
   # Built with clang (Debian's, which the fuzzers use too): it compiles sanitized code about twice
   # as fast as GCC 12, and its warnings are a second compiler's. Line tables only (-g1): enough
-  # for the sanitizers' reports to name file:line. A folder configured with another compiler is
-  # made anew.
+  # for the sanitizers' reports to name file:line. Ninja and lld: this folder is the test
+  # command's own, and lld links a sanitized test executable in half the time of ld. A folder
+  # configured with another compiler is made anew.
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (clang) =="
   if [ -f build-asan/CMakeCache.txt ] &&
     ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build-asan/CMakeCache.txt; then
     rm -rf build-asan
   fi
-  # No precompiled headers here: a clang .pch holds the clone's absolute paths, so every file that
-  # used one would miss ccache in the next clone.
-  scripts/build.sh build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON \
+  HOOKHOST_GENERATOR=Ninja scripts/build.sh build-asan \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON \
     -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld \
+    -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=lld \
     -DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_EXAMPLES=ON -DHOOKHOST_BUILD_BENCH=OFF
   phase_done "build (Debug, ASan + UBSan, clang)"
   echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
