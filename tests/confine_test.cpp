@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,7 +67,13 @@ class Confine : public ::testing::Test {
                              "hostile_read_declared",
                              "hostile_write_declared",
                              "hostile_connect_declared",
-                             "hostile_exec_declared"})
+                             "hostile_exec_declared",
+                             "hostile_prlimit",
+                             "hostile_chmod",
+                             "hostile_setown",
+                             "hostile_setpriority",
+                             "hostile_syscall",
+                             "hostile_unconfine"})
       copy_plugin(fixture_plugin(name), plugins_);
   }
   // linreg for one epoch (4 steps): the plugin, sandboxed, then the lifecycle trace, sandboxed.
@@ -317,6 +324,103 @@ TEST_F(Confine, NoProgramStartsAndNoProcessForksUnlessAllowed) {
   expect_job_intact(r);
   r = run("hostile_fork_bomb", "signal = 8\nallow_processes = true");
   EXPECT_THAT(r.out, HasSubstr("hostile: fork 8 of 8: ok"));
+  expect_job_intact(r);
+}
+
+// Deny by default: calls aimed at the host through its limits, its priority or a descriptor's
+// owner, and calls off the allow-list, fail with EPERM, are named, and change nothing.
+TEST_F(Confine, TheHostsOpenFilesLimitCannotBeLowered) {
+  ProcessResult r = run("hostile_prlimit", "signal = 0");
+  EXPECT_THAT(r.out, HasSubstr("hostile: prlimit64(host, RLIMIT_NOFILE, 0): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change another process's resource limits (prlimit64, "
+                               "pid "));
+  expect_job_intact(r);
+  // Unconfined the call reaches the kernel: the host's poll over its runners fails from then on
+  // (EINVAL past RLIMIT_NOFILE), and it loses both hooks.
+  r = run_unconfined("hostile_prlimit", "signal = 0");
+  EXPECT_THAT(r.out, HasSubstr("2 hooks disabled"));
+  EXPECT_THAT(r.out, HasSubstr("poll: Invalid argument"));
+}
+
+TEST_F(Confine, ADescriptorCannotBeMadeToSignalTheHost) {
+  // SIGKILL through the socket's owner would end the job; expect_job_intact sees every step.
+  ProcessResult r = run("hostile_setown", "signal = 9");
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETOWN, host): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETSIG, 9): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("(fcntl, F_SETOWN, pid "));
+  EXPECT_THAT(r.out, HasSubstr("(fcntl, F_SETSIG, signal 9)"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: write to the other end: ok"));
+  expect_job_intact(r);
+  // Unconfined both reach the kernel (SIGURG, which the host ignores, keeps the twin harmless).
+  r = run_unconfined("hostile_setown", "signal = 23");
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETOWN, host): ok"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETSIG, 23): ok"));
+}
+
+TEST_F(Confine, TheHostsPriorityCannotBeChanged) {
+  ProcessResult r = run("hostile_setpriority", "");
+  EXPECT_THAT(r.out, HasSubstr("hostile: setpriority(host, 19): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change a process's priority (setpriority, which 0, who "));
+  EXPECT_THAT(r.out,
+              HasSubstr("hostile: host nice " + std::to_string(::getpriority(PRIO_PROCESS, 0))));
+  expect_job_intact(r);
+  r = run_unconfined("hostile_setpriority", "");
+  EXPECT_THAT(r.out, HasSubstr("hostile: setpriority(host, 19): ok"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: host nice 19"));
+}
+
+TEST_F(Confine, AFilesModeCannotBeChangedUnlessTheHookMayWriteBeyondItsFolder) {
+  const fs::path file = dir_ / "elsewhere" / "kept.txt";
+  fs::create_directories(file.parent_path());
+  write_file(file, "kept");
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  const auto mode = [&] { return fs::status(file).permissions() & fs::perms::mask; };
+  const fs::perms before = mode();
+  ProcessResult r = run("hostile_chmod", "path = " + file.string());
+  EXPECT_THAT(r.out, HasSubstr("hostile: fchmodat(" + file.string() + ", 0): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: chmod(" + file.string() + ", 0): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change a file's permissions (fchmodat)"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change a file's permissions (chmod)"));
+  EXPECT_EQ(mode(), before);
+  expect_job_intact(r);
+  // All or nothing (seccomp cannot see the path): a hook granted writes elsewhere may.
+  r = run("hostile_chmod",
+          "path = " + file.string() + "\nallow_write = " + file.parent_path().string());
+  EXPECT_THAT(r.out, HasSubstr("hostile: chmod(" + file.string() + ", 0): ok"));
+  EXPECT_EQ(mode(), fs::perms::none);
+  fs::permissions(file, before);
+  r = run_unconfined("hostile_chmod", "path = " + file.string());
+  EXPECT_THAT(r.out, HasSubstr("hostile: chmod(" + file.string() + ", 0): ok"));
+  EXPECT_EQ(mode(), fs::perms::none);
+}
+
+TEST_F(Confine, ACallOffTheAllowListFailsWithEpermAndIsNamed) {
+  ProcessResult r = run("hostile_syscall", "target = personality");
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality(ADDR_NO_RANDOMIZE): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change its execution domain (personality)"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality now 00000000"));
+  expect_job_intact(r);
+  r = run("hostile_syscall", "target = number\nsignal = 1000");
+  EXPECT_THAT(r.out, HasSubstr("hostile: system call 1000: failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to make a system call the policy does not allow (system "
+                               "call 1000)"));
+  expect_job_intact(r);
+  r = run_unconfined("hostile_syscall", "target = personality");
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality(ADDR_NO_RANDOMIZE): ok"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality now 00040000"));
+  r = run_unconfined("hostile_syscall", "target = number\nsignal = 1000");
+  EXPECT_THAT(r.out, HasSubstr("hostile: system call 1000: failed: ENOSYS"));
+}
+
+// Fails closed: the hook removed a folder its policy grants and crashed; its restarted runner
+// cannot apply that policy, so it loads no plugin, and on_crash applies again.
+TEST_F(Confine, ARunnerThatCannotApplyItsPolicyRunsNoHook) {
+  ProcessResult r = run("hostile_unconfine", "on_crash = restart\nmax_restarts = 1");
+  EXPECT_EQ(count(r.out, "hostile: rmdir .*/hooks/hostile/data: ok"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "hostile: rmdir"), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("confinement could not be applied, so no hook runs in this "
+                               "runner: '"));
+  EXPECT_THAT(r.out, HasSubstr("/hooks/hostile/data': No such file or directory"));
   expect_job_intact(r);
 }
 

@@ -120,6 +120,9 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
       add_write(absolute_from(own_run_dir, path), "its parameter " + name, name);
   for (const fs::path& path : iso.allow_write) add_write(path, "allow_write", "allow_write");
 
+  // A hook that writes beyond its own folder manages files: it may also change their metadata
+  // (docs/isolation.md: all or nothing, wherever its user may).
+  policy.metadata = policy.write.size() > 1;
   policy.network = iso.allow_network.value_or(needs.network);
   policy.processes = iso.allow_processes.value_or(needs.processes);
   policy.limits.address_space_mb = iso.memory_limit_mb;
@@ -162,6 +165,7 @@ std::string describe_policy(const confine::CapabilityPolicy& policy) {
   if (!policy.read.empty()) text = "read " + list(policy.read) + "; " + text;
   text += policy.network ? "; network" : "; no network";
   text += policy.processes ? "; processes" : "; no processes";
+  if (policy.metadata) text += "; file metadata";
   const confine::ResourceLimits& l = policy.limits;
   std::vector<std::string> limits;
   if (l.address_space_mb) limits.push_back("memory " + std::to_string(l.address_space_mb) + " MiB");

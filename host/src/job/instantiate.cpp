@@ -78,6 +78,7 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
             shared.write.push_back(path);
         shared.network = shared.network || policy.network;
         shared.processes = shared.processes || policy.processes;
+        shared.metadata = shared.metadata || policy.metadata;
       }
     }
     c.of_hook.emplace(&item, std::move(policy));
