@@ -68,6 +68,8 @@ class Confine : public ::testing::Test {
                              "hostile_write_declared",
                              "hostile_connect_declared",
                              "hostile_exec_declared",
+                             "hostile_write_root",
+                             "hostile_write_default",
                              "hostile_prlimit",
                              "hostile_chmod",
                              "hostile_setown",
@@ -254,6 +256,86 @@ TEST_F(Confine, AFileOutsideTheRunFolderCannotBeWrittenUnlessAllowed) {
   expect_job_intact(r);
 }
 
+// The operator grants, never the plugin: a declared write everywhere, or a parameter's default that
+// leaves the run folder, refuses the hook (exit 2, before any hook runs) naming the declaration
+// and the key that grants it; the operator's grant = declared or allow_write grants it.
+TEST_F(Confine, ADeclaredNeedBeyondTheRunFolderIsGrantedOnlyByTheOperator) {
+  const fs::path elsewhere = dir_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  const std::string target = (elsewhere / "planted.txt").string();
+  ProcessResult r = run("hostile_write_root", "path = " + target);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("job.ini:9: [hook.hostile]: hook 'hostile' (plugin 'hostile_write_root') asks for "
+                "needs.write=/ (its plugin declares it), which no key of the "
+                "configuration grants: grant it with allow_write = / in "
+                "[hook.hostile], or with grant = declared; or set confine = off"));
+  EXPECT_THAT(r.out, Not(HasSubstr("job completed")));
+  EXPECT_FALSE(fs::exists(elsewhere / "planted.txt"));
+  // A grant below what it declares grants none of it.
+  r = run("hostile_write_root", "path = " + target + "\nallow_write = " + elsewhere.string());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("asks for needs.write=/ "));
+  // Not even the operator can grant everything: / holds the job's control token.
+  r = run("hostile_write_root", "path = " + target + "\ngrant = declared");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("may write /, which holds the job's control token"));
+  EXPECT_FALSE(fs::exists(elsewhere / "planted.txt"));
+
+  // The default of a parameter the plugin declares it writes is the plugin's word too.
+  r = run("hostile_write_default", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("asks for needs.write.param=path (its default "
+                               "../../../outside.txt) (its plugin declares it), which no key of "
+                               "the configuration grants: grant it with allow_write = " +
+                               (dir_ / "outside.txt").string()));
+  EXPECT_FALSE(fs::exists(dir_ / "outside.txt"));
+  // A value the operator writes is the operator's grant; one beneath its run folder needs none.
+  r = run("hostile_write_default", "path = " + target);
+  EXPECT_THAT(r.out, HasSubstr("planted.txt: ok"));
+  expect_job_intact(r);
+  r = run("hostile_write_default",
+          "path = " + (dir_ / "run" / "hooks" / "hostile" / "mine.txt").string());
+  EXPECT_THAT(r.out, HasSubstr("mine.txt: ok"));
+  expect_job_intact(r);
+}
+
+// One runner, one confinement: members of an isolation group are confined and granted alike.
+TEST_F(Confine, GroupMembersConfinedOrGrantedDifferentlyAreRefusedNamingBoth) {
+  auto run_group = [&](const std::string& first, const std::string& second) {
+    write_file(dir_ / "job.ini",
+               "[run]\nrun_dir = run\nisolation = process\n\n[workload]\nname = linreg\n"
+               "epochs = 1\n\n[hook.a]\nplugin = lifecycle_trace\nisolation_group = g\n" +
+                   first +
+                   "\n\n[hook.b]\nplugin = stop_at_step\nlast_step = 100\n"
+                   "isolation_group = g\n" +
+                   second + "\n");
+    ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                    plugins_.string(), "--fresh"},
+                                   dir_.path());
+    r.out += r.err;
+    return r;
+  };
+  ProcessResult r = run_group("", "confine = off");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hooks 'a' and 'b' share isolation_group 'g', one process, but are "
+                               "given different confine (off for one of them): give them the "
+                               "same confine, or different groups"));
+  r = run_group("allow_network = true", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hooks 'a' and 'b' share isolation_group 'g', one process, but are "
+                               "given different allow_network"));
+  r = run_group("grant = declared", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("given different grant"));
+  // Alike, they run, under one policy.
+  r = run_group("allow_network = false", "allow_network = false");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("runs confined: "));
+  EXPECT_THAT(r.out, HasSubstr("(isolation group 'g')"));
+}
+
 // A TCP listener on 127.0.0.1 that tells whether anyone connected.
 class LocalListener {
  public:
@@ -298,9 +380,21 @@ TEST_F(Confine, TheNetworkIsClosedUnlessAllowed) {
   EXPECT_THAT(r.out, HasSubstr("hostile: connect(127.0.0.1): ok"));
   EXPECT_EQ(listener.take(), "hello from hostile_connect\n");
   expect_job_intact(r);
+  // A plugin's declaration is not a grant: the hook is refused before the job starts.
   r = run("hostile_connect_declared", port);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_connect_declared') asks for "
+                               "needs.network=1 (its plugin declares it), which no key of the "
+                               "configuration grants: grant it with allow_network = true in "
+                               "[hook.hostile], or with grant = declared"));
+  EXPECT_EQ(listener.take(), std::nullopt);
+  r = run("hostile_connect_declared", port + "\ngrant = declared");
   EXPECT_THAT(r.out, HasSubstr("hostile: connect(127.0.0.1): ok"));
+  EXPECT_THAT(r.out,
+              HasSubstr("hook 'hostile' (plugin 'hostile_connect_declared') runs confined: "));
+  EXPECT_THAT(r.out, HasSubstr("; network; no processes"));
   EXPECT_EQ(listener.take(), "hello from hostile_connect\n");
+  expect_job_intact(r);
   // The operator takes back what the plugin declares.
   r = run("hostile_connect_declared", port + "\nallow_network = false");
   EXPECT_THAT(r.out, HasSubstr("hostile: socket(AF_INET): failed: EPERM"));
@@ -320,6 +414,11 @@ TEST_F(Confine, NoProgramStartsAndNoProcessForksUnlessAllowed) {
   EXPECT_THAT(r.out, HasSubstr("hostile: execve(/bin/sh) ran, exit 7: ok"));
   expect_job_intact(r);
   r = run("hostile_exec_declared", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out,
+              HasSubstr("asks for needs.processes=1 (its plugin declares it), which no key "
+                        "of the configuration grants: grant it with allow_processes = true"));
+  r = run("hostile_exec_declared", "grant = declared");
   EXPECT_THAT(r.out, HasSubstr("hostile: execve(/bin/sh) ran, exit 7: ok"));
   expect_job_intact(r);
   r = run("hostile_fork_bomb", "signal = 8\nallow_processes = true");
@@ -480,7 +579,7 @@ TEST_F(Confine, ForgedViolationRecordsBlameOnlyTheirRunnerAndAreBounded) {
                                  dir_.path());
   r.out += r.err;
   EXPECT_THAT(r.out, HasSubstr("hostile: forged 20000 violation records"));
-  EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace'")));
+  EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace' (plugin 'lifecycle_trace') tried")));
   EXPECT_THAT(r.out, Not(HasSubstr("[trace] [error]")));
   EXPECT_THAT(r.out, HasSubstr("a hook in the runner process of isolation group 'g' tried to "
                                "signal another process (kill, pid "));
@@ -629,17 +728,18 @@ TEST_F(Confine, RequiredOnAnInProcessHookIsAConfigError) {
   EXPECT_THAT(r.out, HasSubstr("runs in process, where nothing can confine it"));
 }
 
+// Granted alike ([run] allow_write), members still bring what each one's configuration names: the
+// group's runner writes both declared files.
 TEST_F(Confine, AnIsolationGroupSharesTheUnionOfItsMembersPolicies) {
   const fs::path a = dir_ / "a", b = dir_ / "b";
   fs::create_directories(a);
   fs::create_directories(b);
-  write_file(dir_ / "job.ini",
-             "[run]\nrun_dir = run\nisolation = process\nisolation_group = g\n\n[workload]\n"
-             "name = linreg\nepochs = 1\n\n[hook.one]\nplugin = hostile_write\npath = " +
-                 (a / "one.txt").string() + "\nallow_write = " + a.string() +
-                 "\n\n[hook.two]\nplugin = hostile_write\npath = " + (b / "two.txt").string() +
-                 "\nallow_write = " + b.string() +
-                 "\n\n[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
+  write_file(
+      dir_ / "job.ini",
+      "[run]\nrun_dir = run\nisolation = process\nisolation_group = g\n\n[workload]\n"
+      "name = linreg\nepochs = 1\n\n[hook.one]\nplugin = hostile_write_declared\npath = " +
+          (a / "one.txt").string() + "\n\n[hook.two]\nplugin = hostile_write_declared\npath = " +
+          (b / "two.txt").string() + "\n\n[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
   ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
                                   plugins_.string(), "--fresh"},
                                  dir_.path());
@@ -683,6 +783,11 @@ TEST_F(Confine, CheckNamesACallOutsideTheDeclaredPolicyAndTheLineToDeclareIt) {
   r.out += r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("denied by its capability policy"))) << r.out;
   EXPECT_NE(listener.take(), std::nullopt);
+  // It says that a job grants the declaration only by its configuration.
+  EXPECT_THAT(r.out, HasSubstr("\nneeds (when confined): network: the check grants them; a job's "
+                               "operator grants them with allow_read, allow_write, allow_network, "
+                               "allow_processes or grant = declared, and refuses the hook "
+                               "otherwise\n"));
 }
 
 // A file outside the declared policy: check names it with the line that would declare it.

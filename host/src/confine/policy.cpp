@@ -70,6 +70,7 @@ std::vector<std::string> system_read_paths(int runner) {
       "/etc/ld.so.conf.d",
       "/etc/localtime",
       "/etc/python3.11",
+      "/etc/ssl/certs",  // the public certificates TLS libraries read when they load
       "/sys/devices/system/cpu",
       "/proc/cpuinfo",
       "/dev/null",
