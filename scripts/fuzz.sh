@@ -18,10 +18,10 @@ cmake -S tests/fuzz -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_CXX_C
 cmake --build "$build" -j "$jobs"
 
 mkdir -p "$build/artifacts"
-targets=(config_parser plugin_note runner_protocol)
+targets=(config_parser plugin_note runner_protocol control_protocol)
 # The targets run side by side: each for its own bounded time, so the script takes `seconds`, not
-# three times that.
-echo "== fuzz_${targets[0]}, fuzz_${targets[1]}, fuzz_${targets[2]}: ${seconds}s each, side by side =="
+# four times that.
+echo "== $(printf 'fuzz_%s, ' "${targets[@]}" | sed 's/, $//'): ${seconds}s each, side by side =="
 pids=()
 for target in "${targets[@]}"; do
   corpus="$build/corpus/$target"

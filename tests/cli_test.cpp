@@ -257,7 +257,7 @@ TEST_F(CliTest, DescribeListsEveryHostOwnedHookKeyWithItsHelp) {
       EXPECT_THAT(r.out, HasSubstr("\n  " + std::string(key.name) + " ")) << id << ": " << key.name;
       EXPECT_THAT(r.out, HasSubstr(std::string(key.help))) << id << ": " << key.name;
     }
-    EXPECT_EQ(keys, 28u);
+    EXPECT_EQ(keys, 29u);
   }
   // progress_bar declares a `mode` of its own, which then is its parameter, not the host's key.
   ProcessResult r = run({"plugins", "describe", "progress_bar"});
@@ -275,7 +275,10 @@ TEST_F(CliTest, DescribeShowsWhatAConfinedHookNeeds) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\n  needs (when confined): read vocab/words.txt, /usr/share/dict, "
                                "the paths parameter 'inputs' names; write exports, the paths "
-                               "parameter 'trace' names; network\n  ABI: 1.2\n"));
+                               "parameter 'trace' names; network\n  granted by: the job's "
+                               "configuration (a parameter's value, allow_read, allow_write, "
+                               "allow_network, allow_processes, or grant = declared); what it does "
+                               "not grant refuses the hook\n  ABI: 1.2\n"));
   r = run({"plugins", "describe", "frozen_v1_2_cxx", "--plugin-dir", extra.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\n  needs (when confined): read the paths parameter 'model' names; "
@@ -286,7 +289,7 @@ TEST_F(CliTest, DescribeShowsWhatAConfinedHookNeeds) {
               HasSubstr("\n  needs (when confined): write the paths parameter 'path' names\n"));
   r = run({"plugins", "describe", "stop_at_step"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("\n  needs (when confined): only its run folder\n"));
+  EXPECT_THAT(r.out, HasSubstr("\n  needs (when confined): only its run folder\n  ABI: "));
 }
 
 TEST_F(CliTest, PluginsListNamesTheFileAndTheLineOfABadNeed) {

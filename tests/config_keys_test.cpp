@@ -67,14 +67,15 @@ TEST(ConfigKeys, CheckpointWaitIsABooleanOffByDefault) {
 }
 
 TEST(ConfigKeys, AnUnknownRunKeyListsTheRunKeys) {
-  EXPECT_EQ(config_key_list(kRunSection),
-            "plugin_dir, run_dir, log_level, on_error, max_state_mb, checkpoint_dir, "
-            "keep_checkpoints, checkpoint_wait, time_every_n_steps, allow_insecure_plugins, "
-            "allowed_plugins, "
-            "isolation, isolation_group, call_timeout_ms, memory_limit_mb, on_crash, "
-            "max_restarts, untrusted, confine, allow_read, allow_write, allow_network, "
-            "allow_processes, limit_cpu_secs, limit_file_mb, limit_open_files, limit_processes, "
-            "distributed, collective_timeout_ms");
+  EXPECT_EQ(
+      config_key_list(kRunSection),
+      "plugin_dir, run_dir, log_level, on_error, max_state_mb, checkpoint_dir, "
+      "keep_checkpoints, checkpoint_wait, time_every_n_steps, allow_insecure_plugins, "
+      "allowed_plugins, "
+      "isolation, isolation_group, call_timeout_ms, memory_limit_mb, on_crash, "
+      "max_restarts, untrusted, confine, allow_read, allow_write, allow_network, "
+      "allow_processes, grant, limit_cpu_secs, limit_file_mb, limit_open_files, limit_processes, "
+      "distributed, collective_timeout_ms");
   try {
     load_job_config(std::nullopt, {"run.colour=blue"});
     FAIL() << "an unknown [run] key was accepted";

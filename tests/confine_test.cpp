@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,7 +67,15 @@ class Confine : public ::testing::Test {
                              "hostile_read_declared",
                              "hostile_write_declared",
                              "hostile_connect_declared",
-                             "hostile_exec_declared"})
+                             "hostile_exec_declared",
+                             "hostile_write_root",
+                             "hostile_write_default",
+                             "hostile_prlimit",
+                             "hostile_chmod",
+                             "hostile_setown",
+                             "hostile_setpriority",
+                             "hostile_syscall",
+                             "hostile_unconfine"})
       copy_plugin(fixture_plugin(name), plugins_);
   }
   // linreg for one epoch (4 steps): the plugin, sandboxed, then the lifecycle trace, sandboxed.
@@ -247,6 +256,86 @@ TEST_F(Confine, AFileOutsideTheRunFolderCannotBeWrittenUnlessAllowed) {
   expect_job_intact(r);
 }
 
+// The operator grants, never the plugin: a declared write everywhere, or a parameter's default that
+// leaves the run folder, refuses the hook (exit 2, before any hook runs) naming the declaration
+// and the key that grants it; the operator's grant = declared or allow_write grants it.
+TEST_F(Confine, ADeclaredNeedBeyondTheRunFolderIsGrantedOnlyByTheOperator) {
+  const fs::path elsewhere = dir_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  const std::string target = (elsewhere / "planted.txt").string();
+  ProcessResult r = run("hostile_write_root", "path = " + target);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("job.ini:9: [hook.hostile]: hook 'hostile' (plugin 'hostile_write_root') asks for "
+                "needs.write=/ (its plugin declares it), which no key of the "
+                "configuration grants: grant it with allow_write = / in "
+                "[hook.hostile], or with grant = declared; or set confine = off"));
+  EXPECT_THAT(r.out, Not(HasSubstr("job completed")));
+  EXPECT_FALSE(fs::exists(elsewhere / "planted.txt"));
+  // A grant below what it declares grants none of it.
+  r = run("hostile_write_root", "path = " + target + "\nallow_write = " + elsewhere.string());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("asks for needs.write=/ "));
+  // Not even the operator can grant everything: / holds the job's control token.
+  r = run("hostile_write_root", "path = " + target + "\ngrant = declared");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("may write /, which holds the job's control token"));
+  EXPECT_FALSE(fs::exists(elsewhere / "planted.txt"));
+
+  // The default of a parameter the plugin declares it writes is the plugin's word too.
+  r = run("hostile_write_default", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("asks for needs.write.param=path (its default "
+                               "../../../outside.txt) (its plugin declares it), which no key of "
+                               "the configuration grants: grant it with allow_write = " +
+                               (dir_ / "outside.txt").string()));
+  EXPECT_FALSE(fs::exists(dir_ / "outside.txt"));
+  // A value the operator writes is the operator's grant; one beneath its run folder needs none.
+  r = run("hostile_write_default", "path = " + target);
+  EXPECT_THAT(r.out, HasSubstr("planted.txt: ok"));
+  expect_job_intact(r);
+  r = run("hostile_write_default",
+          "path = " + (dir_ / "run" / "hooks" / "hostile" / "mine.txt").string());
+  EXPECT_THAT(r.out, HasSubstr("mine.txt: ok"));
+  expect_job_intact(r);
+}
+
+// One runner, one confinement: members of an isolation group are confined and granted alike.
+TEST_F(Confine, GroupMembersConfinedOrGrantedDifferentlyAreRefusedNamingBoth) {
+  auto run_group = [&](const std::string& first, const std::string& second) {
+    write_file(dir_ / "job.ini",
+               "[run]\nrun_dir = run\nisolation = process\n\n[workload]\nname = linreg\n"
+               "epochs = 1\n\n[hook.a]\nplugin = lifecycle_trace\nisolation_group = g\n" +
+                   first +
+                   "\n\n[hook.b]\nplugin = stop_at_step\nlast_step = 100\n"
+                   "isolation_group = g\n" +
+                   second + "\n");
+    ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                    plugins_.string(), "--fresh"},
+                                   dir_.path());
+    r.out += r.err;
+    return r;
+  };
+  ProcessResult r = run_group("", "confine = off");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hooks 'a' and 'b' share isolation_group 'g', one process, but are "
+                               "given different confine (off for one of them): give them the "
+                               "same confine, or different groups"));
+  r = run_group("allow_network = true", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hooks 'a' and 'b' share isolation_group 'g', one process, but are "
+                               "given different allow_network"));
+  r = run_group("grant = declared", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("given different grant"));
+  // Alike, they run, under one policy.
+  r = run_group("allow_network = false", "allow_network = false");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("runs confined: "));
+  EXPECT_THAT(r.out, HasSubstr("(isolation group 'g')"));
+}
+
 // A TCP listener on 127.0.0.1 that tells whether anyone connected.
 class LocalListener {
  public:
@@ -291,9 +380,21 @@ TEST_F(Confine, TheNetworkIsClosedUnlessAllowed) {
   EXPECT_THAT(r.out, HasSubstr("hostile: connect(127.0.0.1): ok"));
   EXPECT_EQ(listener.take(), "hello from hostile_connect\n");
   expect_job_intact(r);
+  // A plugin's declaration is not a grant: the hook is refused before the job starts.
   r = run("hostile_connect_declared", port);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_connect_declared') asks for "
+                               "needs.network=1 (its plugin declares it), which no key of the "
+                               "configuration grants: grant it with allow_network = true in "
+                               "[hook.hostile], or with grant = declared"));
+  EXPECT_EQ(listener.take(), std::nullopt);
+  r = run("hostile_connect_declared", port + "\ngrant = declared");
   EXPECT_THAT(r.out, HasSubstr("hostile: connect(127.0.0.1): ok"));
+  EXPECT_THAT(r.out,
+              HasSubstr("hook 'hostile' (plugin 'hostile_connect_declared') runs confined: "));
+  EXPECT_THAT(r.out, HasSubstr("; network; no processes"));
   EXPECT_EQ(listener.take(), "hello from hostile_connect\n");
+  expect_job_intact(r);
   // The operator takes back what the plugin declares.
   r = run("hostile_connect_declared", port + "\nallow_network = false");
   EXPECT_THAT(r.out, HasSubstr("hostile: socket(AF_INET): failed: EPERM"));
@@ -313,10 +414,112 @@ TEST_F(Confine, NoProgramStartsAndNoProcessForksUnlessAllowed) {
   EXPECT_THAT(r.out, HasSubstr("hostile: execve(/bin/sh) ran, exit 7: ok"));
   expect_job_intact(r);
   r = run("hostile_exec_declared", "");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out,
+              HasSubstr("asks for needs.processes=1 (its plugin declares it), which no key "
+                        "of the configuration grants: grant it with allow_processes = true"));
+  r = run("hostile_exec_declared", "grant = declared");
   EXPECT_THAT(r.out, HasSubstr("hostile: execve(/bin/sh) ran, exit 7: ok"));
   expect_job_intact(r);
   r = run("hostile_fork_bomb", "signal = 8\nallow_processes = true");
   EXPECT_THAT(r.out, HasSubstr("hostile: fork 8 of 8: ok"));
+  expect_job_intact(r);
+}
+
+// Deny by default: calls aimed at the host through its limits, its priority or a descriptor's
+// owner, and calls off the allow-list, fail with EPERM, are named, and change nothing.
+TEST_F(Confine, TheHostsOpenFilesLimitCannotBeLowered) {
+  ProcessResult r = run("hostile_prlimit", "signal = 0");
+  EXPECT_THAT(r.out, HasSubstr("hostile: prlimit64(host, RLIMIT_NOFILE, 0): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change another process's resource limits (prlimit64, "
+                               "pid "));
+  expect_job_intact(r);
+  // Unconfined the call reaches the kernel: the host's poll over its runners fails from then on
+  // (EINVAL past RLIMIT_NOFILE), and it loses both hooks.
+  r = run_unconfined("hostile_prlimit", "signal = 0");
+  EXPECT_THAT(r.out, HasSubstr("2 hooks disabled"));
+  EXPECT_THAT(r.out, HasSubstr("poll: Invalid argument"));
+}
+
+TEST_F(Confine, ADescriptorCannotBeMadeToSignalTheHost) {
+  // SIGKILL through the socket's owner would end the job; expect_job_intact sees every step.
+  ProcessResult r = run("hostile_setown", "signal = 9");
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETOWN, host): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETSIG, 9): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("(fcntl, F_SETOWN, pid "));
+  EXPECT_THAT(r.out, HasSubstr("(fcntl, F_SETSIG, signal 9)"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: write to the other end: ok"));
+  expect_job_intact(r);
+  // Unconfined both reach the kernel (SIGURG, which the host ignores, keeps the twin harmless).
+  r = run_unconfined("hostile_setown", "signal = 23");
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETOWN, host): ok"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: fcntl(F_SETSIG, 23): ok"));
+}
+
+TEST_F(Confine, TheHostsPriorityCannotBeChanged) {
+  ProcessResult r = run("hostile_setpriority", "");
+  EXPECT_THAT(r.out, HasSubstr("hostile: setpriority(host, 19): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change a process's priority (setpriority, which 0, who "));
+  EXPECT_THAT(r.out,
+              HasSubstr("hostile: host nice " + std::to_string(::getpriority(PRIO_PROCESS, 0))));
+  expect_job_intact(r);
+  r = run_unconfined("hostile_setpriority", "");
+  EXPECT_THAT(r.out, HasSubstr("hostile: setpriority(host, 19): ok"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: host nice 19"));
+}
+
+TEST_F(Confine, AFilesModeCannotBeChangedUnlessTheHookMayWriteBeyondItsFolder) {
+  const fs::path file = dir_ / "elsewhere" / "kept.txt";
+  fs::create_directories(file.parent_path());
+  write_file(file, "kept");
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  const auto mode = [&] { return fs::status(file).permissions() & fs::perms::mask; };
+  const fs::perms before = mode();
+  ProcessResult r = run("hostile_chmod", "path = " + file.string());
+  EXPECT_THAT(r.out, HasSubstr("hostile: fchmodat(" + file.string() + ", 0): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: chmod(" + file.string() + ", 0): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change a file's permissions (fchmodat)"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change a file's permissions (chmod)"));
+  EXPECT_EQ(mode(), before);
+  expect_job_intact(r);
+  // All or nothing (seccomp cannot see the path): a hook granted writes elsewhere may.
+  r = run("hostile_chmod",
+          "path = " + file.string() + "\nallow_write = " + file.parent_path().string());
+  EXPECT_THAT(r.out, HasSubstr("hostile: chmod(" + file.string() + ", 0): ok"));
+  EXPECT_EQ(mode(), fs::perms::none);
+  fs::permissions(file, before);
+  r = run_unconfined("hostile_chmod", "path = " + file.string());
+  EXPECT_THAT(r.out, HasSubstr("hostile: chmod(" + file.string() + ", 0): ok"));
+  EXPECT_EQ(mode(), fs::perms::none);
+}
+
+TEST_F(Confine, ACallOffTheAllowListFailsWithEpermAndIsNamed) {
+  ProcessResult r = run("hostile_syscall", "target = personality");
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality(ADDR_NO_RANDOMIZE): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to change its execution domain (personality)"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality now 00000000"));
+  expect_job_intact(r);
+  r = run("hostile_syscall", "target = number\nsignal = 1000");
+  EXPECT_THAT(r.out, HasSubstr("hostile: system call 1000: failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("tried to make a system call the policy does not allow (system "
+                               "call 1000)"));
+  expect_job_intact(r);
+  r = run_unconfined("hostile_syscall", "target = personality");
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality(ADDR_NO_RANDOMIZE): ok"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: personality now 00040000"));
+  r = run_unconfined("hostile_syscall", "target = number\nsignal = 1000");
+  EXPECT_THAT(r.out, HasSubstr("hostile: system call 1000: failed: ENOSYS"));
+}
+
+// Fails closed: the hook removed a folder its policy grants and crashed; its restarted runner
+// cannot apply that policy, so it loads no plugin, and on_crash applies again.
+TEST_F(Confine, ARunnerThatCannotApplyItsPolicyRunsNoHook) {
+  ProcessResult r = run("hostile_unconfine", "on_crash = restart\nmax_restarts = 1");
+  EXPECT_EQ(count(r.out, "hostile: rmdir .*/hooks/hostile/data: ok"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "hostile: rmdir"), 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("confinement could not be applied, so no hook runs in this "
+                               "runner: '"));
+  EXPECT_THAT(r.out, HasSubstr("/hooks/hostile/data': No such file or directory"));
   expect_job_intact(r);
 }
 
@@ -376,7 +579,7 @@ TEST_F(Confine, ForgedViolationRecordsBlameOnlyTheirRunnerAndAreBounded) {
                                  dir_.path());
   r.out += r.err;
   EXPECT_THAT(r.out, HasSubstr("hostile: forged 20000 violation records"));
-  EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace'")));
+  EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace' (plugin 'lifecycle_trace') tried")));
   EXPECT_THAT(r.out, Not(HasSubstr("[trace] [error]")));
   EXPECT_THAT(r.out, HasSubstr("a hook in the runner process of isolation group 'g' tried to "
                                "signal another process (kill, pid "));
@@ -525,17 +728,18 @@ TEST_F(Confine, RequiredOnAnInProcessHookIsAConfigError) {
   EXPECT_THAT(r.out, HasSubstr("runs in process, where nothing can confine it"));
 }
 
+// Granted alike ([run] allow_write), members still bring what each one's configuration names: the
+// group's runner writes both declared files.
 TEST_F(Confine, AnIsolationGroupSharesTheUnionOfItsMembersPolicies) {
   const fs::path a = dir_ / "a", b = dir_ / "b";
   fs::create_directories(a);
   fs::create_directories(b);
-  write_file(dir_ / "job.ini",
-             "[run]\nrun_dir = run\nisolation = process\nisolation_group = g\n\n[workload]\n"
-             "name = linreg\nepochs = 1\n\n[hook.one]\nplugin = hostile_write\npath = " +
-                 (a / "one.txt").string() + "\nallow_write = " + a.string() +
-                 "\n\n[hook.two]\nplugin = hostile_write\npath = " + (b / "two.txt").string() +
-                 "\nallow_write = " + b.string() +
-                 "\n\n[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
+  write_file(
+      dir_ / "job.ini",
+      "[run]\nrun_dir = run\nisolation = process\nisolation_group = g\n\n[workload]\n"
+      "name = linreg\nepochs = 1\n\n[hook.one]\nplugin = hostile_write_declared\npath = " +
+          (a / "one.txt").string() + "\n\n[hook.two]\nplugin = hostile_write_declared\npath = " +
+          (b / "two.txt").string() + "\n\n[hook.trace]\nplugin = lifecycle_trace\norder = 1\n");
   ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
                                   plugins_.string(), "--fresh"},
                                  dir_.path());
@@ -579,6 +783,11 @@ TEST_F(Confine, CheckNamesACallOutsideTheDeclaredPolicyAndTheLineToDeclareIt) {
   r.out += r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("denied by its capability policy"))) << r.out;
   EXPECT_NE(listener.take(), std::nullopt);
+  // It says that a job grants the declaration only by its configuration.
+  EXPECT_THAT(r.out, HasSubstr("\nneeds (when confined): network: the check grants them; a job's "
+                               "operator grants them with allow_read, allow_write, allow_network, "
+                               "allow_processes or grant = declared, and refuses the hook "
+                               "otherwise\n"));
 }
 
 // A file outside the declared policy: check names it with the line that would declare it.

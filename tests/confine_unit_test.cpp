@@ -8,7 +8,9 @@
 #include <linux/audit.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -17,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -238,7 +241,8 @@ TEST_F(ConfineApply, FileCallsAreNotTrappedWhereProcessesAreAllowed) {
   const Outcome o = confined(policy_, [&] {
     const pid_t child = ::fork();
     if (child == 0) {
-      ::signal(SIGSYS, SIG_DFL);  // as after execve: a trap would end it
+      // It keeps the reporter (the filter refuses a new SIGSYS action), which would record a
+      // trapped open.
       const int fd = ::open(path("outside/secret.txt").c_str(), O_RDONLY | O_CLOEXEC);
       ::_exit(fd < 0 && errno == EACCES ? 0 : 1);
     }
@@ -464,6 +468,99 @@ TEST_F(ConfineApply, ASignalToAnotherProcessFailsAndIsRecordedWithItsInstance) {
   EXPECT_EQ(text.detail, "pid " + std::to_string(parent));
 }
 
+// Deny by default: what reaches another process through its limits, priority, scheduling or a
+// descriptor's owner fails with EPERM and is recorded; the same calls on itself work.
+TEST_F(ConfineApply, AnotherProcessIsOutOfReachItselfIsNot) {
+  const pid_t parent = ::getpid();
+  const Outcome o = confined(policy_, [&] {
+    const pid_t self = ::getpid();
+    rlimit limit{};
+    std::string text = result(::prlimit(parent, RLIMIT_NOFILE, nullptr, &limit));
+    text += " " + result(::prlimit(0, RLIMIT_NOFILE, nullptr, &limit));
+    text += " " + result(::prlimit(self, RLIMIT_NOFILE, &limit, nullptr));
+    text += " " + result(::setpriority(PRIO_PROCESS, parent, 19));
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    text += " " + result(::sched_getaffinity(0, sizeof cpus, &cpus));
+    text += " " + result(::sched_setaffinity(parent, sizeof cpus, &cpus));
+    text += " " + result(::sched_setaffinity(0, sizeof cpus, &cpus));
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return std::string("pair");
+    text += " " + result(::fcntl(pair[0], F_SETOWN, parent));
+    text += " " + result(::fcntl(pair[0], F_SETOWN, self));
+    text += " " + result(::fcntl(pair[0], F_SETSIG, SIGKILL));
+    f_owner_ex owner{F_OWNER_PID, parent};
+    text += " " + result(::fcntl(pair[0], F_SETOWN_EX, &owner));
+    text += " " + result(::ioctl(pair[0], FIOSETOWN, &parent));
+    int pending = 0;
+    text += " " + result(::ioctl(pair[0], FIONREAD, &pending));
+    text += " " + result(::fcntl(pair[0], F_SETFL, O_NONBLOCK));
+    return text;
+  });
+  EXPECT_TRUE(exited_cleanly(o));
+  EXPECT_EQ(o.report, "EPERM ok ok EPERM ok EPERM ok EPERM ok EPERM EPERM EPERM ok ok");
+  std::vector<std::string> named;
+  for (const Violation& v : o.records) {
+    const ViolationText text = describe_violation(v.record);
+    named.push_back(text.call + ": " + text.detail);
+  }
+  const std::string pid = "pid " + std::to_string(parent);
+  EXPECT_EQ(named,
+            (std::vector<std::string>{
+                "prlimit64: " + pid, "setpriority: which 0, who " + std::to_string(parent),
+                "sched_setaffinity: " + pid, "fcntl: F_SETOWN, " + pid, "fcntl: F_SETSIG, signal 9",
+                "fcntl: F_SETOWN_EX", "ioctl: request 0x8901"}));
+}
+
+// A file's mode, owner, times and extended attributes: Landlock does not govern them, so the
+// filter refuses them all unless the policy grants metadata.
+TEST_F(ConfineApply, FileMetadataCannotChangeUnlessGranted) {
+  const std::string outside = path("outside/secret.txt");
+  const std::string mine = path("writable/mine.txt");
+  write_file(mine, "mine\n");
+  ::chmod(outside.c_str(), 0644);
+  auto attempt = [&] {
+    std::string text = result(::chmod(outside.c_str(), 0));
+    text += " " + result(::fchmodat(AT_FDCWD, mine.c_str(), 0600, 0));
+    const int fd = ::open(mine.c_str(), O_RDONLY | O_CLOEXEC);
+    text += " " + result(::fchmod(fd, 0600));
+    text += " " + result(::utimensat(AT_FDCWD, outside.c_str(), nullptr, 0));
+    text += " " + result(::setxattr(mine.c_str(), "user.hh", "x", 1, 0));
+    text += " " + result(::chown(outside.c_str(), ::getuid(), ::getgid()));
+    return text;
+  };
+  Outcome o = confined(policy_, attempt);
+  EXPECT_TRUE(exited_cleanly(o));
+  EXPECT_EQ(o.report, "EPERM EPERM EPERM EPERM EPERM EPERM");
+  EXPECT_EQ(std::filesystem::status(outside).permissions() & std::filesystem::perms::mask,
+            static_cast<std::filesystem::perms>(0644));
+  ASSERT_FALSE(o.records.empty());
+  EXPECT_EQ(describe_violation(o.records[0].record).what, "change a file's permissions");
+  CapabilityPolicy granted = policy_;
+  granted.metadata = true;
+  o = confined(granted, attempt);
+  EXPECT_TRUE(exited_cleanly(o));
+  EXPECT_THAT(o.report, ::testing::StartsWith("ok ok ok ok"));
+  ::chmod(outside.c_str(), 0644);
+}
+
+// Off the allow-list: EPERM, recorded, named by its name where the table has it, else its number.
+TEST_F(ConfineApply, ACallOffTheAllowListFailsWithEpermAndTheRunnerGoesOn) {
+  const Outcome o = confined(policy_, [&] {
+    // One statement each: the order of a + chain's operands is unspecified.
+    std::string text = result(::syscall(SYS_personality, 0x0040000));
+    text += " " + result(::syscall(1000));
+    text += " " + result(::syscall(SYS_getpid));
+    return text;
+  });
+  EXPECT_TRUE(exited_cleanly(o));
+  EXPECT_EQ(o.report, "EPERM EPERM ok");
+  ASSERT_EQ(o.records.size(), 2u);
+  EXPECT_EQ(describe_violation(o.records[0].record).call, "personality");
+  EXPECT_EQ(describe_violation(o.records[1].record).call, "system call 1000");
+  EXPECT_EQ(o.records[1].record.fatal, 0u);
+}
+
 TEST_F(ConfineApply, PtraceEndsTheRunnerBySigsysAfterARecord) {
   const pid_t parent = ::getpid();
   const Outcome o = confined(policy_, [&] {
@@ -514,7 +611,12 @@ TEST_F(ConfineApply, TheSigsysReporterCannotBeReplaced) {
     return replace + " " + query + " " + other + " " + denied;
   });
   EXPECT_EQ(o.report, "EPERM ok ok EPERM");
-  EXPECT_EQ(o.records.size(), 1u);
+  // The refused replacement is off the allow-list, so it is recorded too, and ends nothing.
+  ASSERT_EQ(o.records.size(), 2u);
+  EXPECT_EQ(o.records[0].record.nr, SYS_rt_sigaction);
+  EXPECT_EQ(o.records[0].record.args[0], uint64_t{SIGSYS});
+  EXPECT_EQ(o.records[0].record.fatal, 0u);
+  EXPECT_EQ(describe_violation(o.records[1].record).call, "kill");
 }
 
 TEST_F(ConfineApply, AWritePastTheFileSizeLimitFailsWithEfbig) {
@@ -621,8 +723,9 @@ TEST(ConfineViolation, DescribesRecords) {
             "create or enter a namespace | clone | flags 0x40000011");
   EXPECT_EQ(text(record(__NR_io_uring_setup, {})),
             "use io_uring (calls no filter sees) | io_uring_setup | ");
-  EXPECT_EQ(text(record(__NR_getpid, {})), "make a system call the policy refuses | system call " +
-                                               std::to_string(__NR_getpid) + " | ");
+  EXPECT_EQ(text(record(__NR_getpid, {})),
+            "make a system call the policy does not allow | system call " +
+                std::to_string(__NR_getpid) + " | ");
   ViolationRecord foreign = record(__NR_getpid, {});
   foreign.arch = 0x40000003;  // AUDIT_ARCH_I386
   EXPECT_EQ(describe_violation(foreign).what, "make a system call of another architecture");
@@ -666,16 +769,17 @@ TEST(ConfinePolicyArgs, RoundTrip) {
   policy.write = {"/run/job/hooks/1"};
   policy.network = true;
   policy.processes = true;
+  policy.metadata = true;
   policy.limits = {512, 30, 64, 256, 100};
   const std::vector<std::string> args = runner_args(policy);
   std::string error;
   EXPECT_EQ(parse(args, &error), policy);
   EXPECT_EQ(error, "");
-  EXPECT_THAT(
-      args, ::testing::ElementsAre("--read", "/data/in", "--read", "/usr/share/x y", "--write",
-                                   "/run/job/hooks/1", "--network", "--processes", "--limit-as-mb",
-                                   "512", "--limit-cpu-secs", "30", "--limit-file-mb", "64",
-                                   "--limit-open-files", "256", "--limit-processes", "100"));
+  EXPECT_THAT(args, ::testing::ElementsAre(
+                        "--read", "/data/in", "--read", "/usr/share/x y", "--write",
+                        "/run/job/hooks/1", "--network", "--processes", "--metadata",
+                        "--limit-as-mb", "512", "--limit-cpu-secs", "30", "--limit-file-mb", "64",
+                        "--limit-open-files", "256", "--limit-processes", "100"));
   // The empty policy has no arguments, and reads back as itself.
   EXPECT_TRUE(runner_args(CapabilityPolicy{}).empty());
 }
@@ -762,6 +866,15 @@ TEST(ConfineKernelSupport, NamesWhatAKernelCannotEnforce) {
   EXPECT_THAT(describe_confinement(full), HasSubstr("Landlock ABI 6"));
   EXPECT_THAT(describe_confinement(no_seccomp), HasSubstr("not enforced"));
   EXPECT_THAT(describe_confinement(no_landlock), HasSubstr("file access (no Landlock"));
+  // Before ABI 3 the filter refuses truncate(2), unless the hook may change file metadata.
+  KernelSupport abi2 = full;
+  abi2.landlock_abi = 2;
+  CapabilityPolicy plain;
+  EXPECT_THAT(not_enforced(plain, abi2),
+              ::testing::Not(::testing::Contains("truncating files by path (Landlock ABI < 3)")));
+  plain.metadata = true;
+  EXPECT_THAT(not_enforced(plain, abi2),
+              ::testing::Contains("truncating files by path (Landlock ABI < 3)"));
 }
 
 }  // namespace HOOKHOST_TEST_FILE

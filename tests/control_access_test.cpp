@@ -194,6 +194,7 @@ TEST_F(ControlAccess, ASetThatWidensAHookIsRefusedWithoutAllowWiden) {
            {"boxed.isolation=in_process", "boxed.isolation"},
            {"boxed.confine=off", "boxed.confine"},
            {"boxed.allow_network=true", "boxed.allow_network"},
+           {"boxed.grant=declared", "boxed.grant"},
            {"boxed.allow_read=/usr/share", "boxed.allow_read"},
            {"boxed.limit_cpu_secs=1000", "boxed.limit_cpu_secs"},
            {"boxed.limit_cpu_secs=0", "boxed.limit_cpu_secs"}}) {

@@ -251,7 +251,8 @@ TEST_P(SandboxedSkipUntil, CallsTheHookOnlyAtTheStepsItAsksFor) {
   write_file(dir_ / "vocab" / "words.txt", "the files its note says it reads\n");
   write_file(dir_ / "job.ini",
              "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 5\n\n"
-             "[hook.every4]\nplugin = frozen_v1_5_c\nisolation = process\nmode = " +
+             "[hook.every4]\nplugin = frozen_v1_5_c\nisolation = process\ngrant = declared\n"
+             "mode = " +
                  std::string(GetParam()) +
                  "\nevery = 4\ntrace = " + (dir_ / "every4.txt").string() + "\n");
   const ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(),

@@ -14,6 +14,7 @@
 #include <hookhost/host/job.hpp>
 #include "command_line.hpp"
 #include "job/config_keys.hpp"
+#include "job/hook_policy.hpp"
 #include "job/rank_placement.hpp"
 #include "support/display_text.hpp"
 #include "support/text.hpp"
@@ -32,27 +33,6 @@ std::string flag_text(const ParamSpec& p) {
     case ParamFlag::optional: return "(unset)";
   }
   return "";
-}
-
-// The note's needs.* lines in words: what a confined hook of the plugin may touch beyond the
-// system's runtime and its run folder.
-std::string needs_text(const PluginNeeds& needs) {
-  if (needs.empty()) return "only its run folder";
-  auto access = [](const char* verb, const std::vector<std::string>& paths,
-                   const std::vector<std::string>& params) {
-    std::vector<std::string> items;
-    for (const std::string& path : paths) items.push_back(display_text(path));
-    for (const std::string& param : params)
-      items.push_back("the paths parameter '" + display_text(param) + "' names");
-    return items.empty() ? std::string() : verb + join(items, ", ");
-  };
-  std::vector<std::string> parts;
-  for (std::string part : {access("read ", needs.read, needs.read_params),
-                           access("write ", needs.write, needs.write_params)})
-    if (!part.empty()) parts.push_back(std::move(part));
-  if (needs.network) parts.emplace_back("network");
-  if (needs.processes) parts.emplace_back("processes");
-  return join(parts, "; ");
 }
 
 int list_plugins(const DiscoveryResult& found, const std::vector<fs::path>& dirs) {
@@ -125,13 +105,19 @@ void print_plugin_facts(const DiscoveredPlugin& p) {
             "parameter " +
                 display_text(m.cadence_param) +
                 " (declared by the plugin: the host skips the others' before_run and after_run)";
+  // A declaration is a request: only the job's configuration grants it (docs/isolation.md).
+  const std::string granted_by =
+      m.needs.empty() ? ""
+                      : "\n  granted by: the job's configuration (a parameter's value, allow_read, "
+                        "allow_write, allow_network, allow_processes, or grant = declared); "
+                        "what it does not grant refuses the hook";
   std::printf(
       "%s %s - %s\n  file: %s\n  placement: %s\n  mode: %s\n  cadence: %s\n"
-      "  needs (when confined): %s\n  ABI: %u.%u\n  process-wide calls: %s\n",
+      "  needs (when confined): %s%s\n  ABI: %u.%u\n  process-wide calls: %s\n",
       display_text(m.id).c_str(), display_text(m.version).c_str(),
       display_text(m.description).c_str(), display_text(p.file.string()).c_str(), placement.c_str(),
-      mode.c_str(), cadence.c_str(), needs_text(m.needs).c_str(), m.abi_major, m.abi_minor,
-      calls.c_str());
+      mode.c_str(), cadence.c_str(), describe_needs(m.needs).c_str(), granted_by.c_str(),
+      m.abi_major, m.abi_minor, calls.c_str());
 }
 
 // What this plugin makes the default of a key whose help says it depends on the plugin, or "".

@@ -64,6 +64,7 @@ using sandbox::Writer;
 
 constexpr int kExitUsage = 64;
 constexpr int kExitOrphaned = 65;
+constexpr int kExitConfine = 66;
 constexpr int kExitProtocol = 70;
 
 [[noreturn]] void die(int status, const std::string& why) {
@@ -584,15 +585,13 @@ int main(int argc, char** argv) {
     const int violation_fd = ::fcntl(hookhost::confine::kRunnerViolationFd, F_GETFD) >= 0
                                  ? hookhost::confine::kRunnerViolationFd
                                  : -1;
+    // Fails closed: a policy that cannot be applied (a missing path, a refused rule or filter)
+    // leaves no hook to run; the host applies the hook's on_crash. What the kernel lacks is not a
+    // failure (apply_policy skips it; the host said so once, and confine = required refused it).
     if (const std::string error = hookhost::confine::apply_policy(policy, violation_fd);
-        !error.empty()) {
-      // A hook whose config requires its policy never runs without it.
-      if (confine_required) die(kExitUsage, "confinement required but not applied: " + error);
-      std::fprintf(stderr,
-                   "hookhost-runner: confinement not applied (%s): this runner's hooks run "
-                   "unconfined\n",
-                   error.c_str());
-    }
+        !error.empty())
+      die(kExitConfine, "confinement could not be applied, so no hook runs in this runner: " +
+                            error + (confine_required ? " (confine = required)" : ""));
   } else {
     // An unconfined runner's descriptor 5 is nobody's: a plugin's file may take it.
     ::close(hookhost::confine::kRunnerViolationFd);

@@ -1,8 +1,16 @@
 /* Creates the file `path` names and writes a line to it (outside the hook's run folder). */
-/* Built twice: as itself, and as its benign twin that declares the need in its note. */
-#ifdef HOSTILE_DECLARES_NEEDS
+/* Built four times: as itself; as its benign twin that declares the need in its note; as one that
+ * declares it writes everywhere (needs.write=/); as one whose parameter's default climbs out of
+ * its run folder. Only the operator grants the last two. */
+#if defined(HOSTILE_DECLARES_NEEDS)
 #define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
 #define HOSTILE_ID "hostile_write_declared"
+#elif defined(HOSTILE_CLAIMS_ROOT)
+#define HH_PLUGIN_NEEDS HH_NEEDS_WRITE("/")
+#define HOSTILE_ID "hostile_write_root"
+#elif defined(HOSTILE_DEFAULT_OUTSIDE)
+#define HH_PLUGIN_NEEDS HH_NEEDS_WRITE_PARAM(path)
+#define HOSTILE_ID "hostile_write_default"
 #else
 #define HOSTILE_ID "hostile_write"
 #endif
@@ -23,7 +31,12 @@ static void hostile_attempt(hostile* h) {
   hostile_report(h, what, rc);
 }
 
+#ifdef HOSTILE_DEFAULT_OUTSIDE
+#define HOSTILE_WRITE_PARAMS(P) \
+  P(path, STRING, DEFAULT, "../../../outside.txt", "the file to create and write")
+#else
 #define HOSTILE_WRITE_PARAMS(P) P(path, STRING, REQUIRED, "", "the file to create and write")
+#endif
 
 HH_PLUGIN_DEFINE(HOSTILE_ID, "1.0.0", "Test fixture: writes a file", HOSTILE_WRITE_PARAMS,
                  hostile_create)

@@ -578,3 +578,29 @@ def test_control_from_another_thread_attaches_and_detaches_a_hook_at_step_bounda
     calls = [record["callback"] for record in read_trace(trace)]
     assert calls[:2] == ["begin", "after_create_session"]
     assert calls[-1] == "end" and calls.count("after_run") >= 1
+
+
+def test_a_sandboxed_confined_native_hook_sees_what_it_sees_in_process(tmp_path, capfd):
+    # confine = sandboxed is the default: the runner is under Landlock and the seccomp allow-list.
+    base = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    outputs = {"t": base, "number": 2.5}
+    fetched = {}
+    for isolation in ("in_process", "process"):
+        trace = tmp_path / isolation / "trace.jsonl"
+        with hookhost.MonitoredSession(outputs=list(outputs), run_dir=tmp_path / isolation, set=[
+                "hook.t.plugin=lifecycle_trace", "hook.t.isolation=" + isolation,
+                "hook.t.fetch=t,number"]) as s:
+            for _ in range(3):
+                s.run(lambda feeds: outputs)
+        assert s.result["outcome"] == "completed", s.result
+        assert not {r["name"]: r for r in s.reports()}["t"]["disabled"]
+        if isolation == "process":  # a confined hook's outputs are in its own run folder
+            trace = tmp_path / isolation / "hooks" / "t" / "trace.jsonl"
+        fetched[isolation] = [r["fetched"] for r in read_trace(trace)
+                              if r["callback"] == "after_run"]
+    assert len(fetched["process"]) == 3
+    assert fetched["process"] == fetched["in_process"]
+    log = capfd.readouterr()
+    assert "confinement: sandboxed hooks run under a seccomp filter" in log.out + log.err
+    assert "denied by its capability policy" not in log.out + log.err
+    assert "could not be applied" not in log.out + log.err

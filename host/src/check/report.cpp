@@ -2,6 +2,7 @@
 
 #include <hookhost/sdk/json.hpp>
 
+#include "job/hook_policy.hpp"
 #include "support/display_text.hpp"
 
 namespace hookhost::check {
@@ -31,6 +32,10 @@ std::string format_text(const CheckReport& report, bool notes) {
   std::string out = "checking " + display_text(report.plugin.id) + " " +
                     display_text(report.plugin.version) + " (" +
                     display_text(report.file.string(), 1024) + ")\n";
+  if (!report.plugin.needs.empty())
+    out += "needs (when confined): " + describe_needs(report.plugin.needs) +
+           ": the check grants them; a job's operator grants them with allow_read, allow_write, "
+           "allow_network, allow_processes or grant = declared, and refuses the hook otherwise\n";
   for (const Finding& f : findings.all()) {
     out += std::string(severity_name(f.severity)) + " [" + f.kind + "] " + location(f) + ": " +
            f.message;

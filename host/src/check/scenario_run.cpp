@@ -55,12 +55,15 @@ testing::HarnessHook hook_under_check(const CheckTarget& target, const RunSpec& 
   hook.settings = HookSettings{target.instance, 0, FailurePolicy::keep_going};
   hook.settings.on_crash = CrashPolicy::disable;
   hook.params = resolve_params(target.plugin->metadata(), target.instance, spec.params);
-  // Under the policy its plugin declares, as a job confines it by default: the scenario's run
-  // folder is its own, relative paths are taken from the current folder (as --set's are).
+  // Under the policy its plugin declares, granted (grant = declared: the check tests the
+  // declaration; in a job the operator grants it): the scenario's run folder is its own,
+  // relative paths are taken from the current folder (as --set's are).
   JobConfig config;
   HookConfig section;
   section.name = target.instance;
-  const PlannedHook planned{&section, target.plugin, hook.params, EffectiveIsolation{}, {}, {}, {}};
+  EffectiveIsolation granted;
+  granted.grant_declared = true;
+  const PlannedHook planned{&section, target.plugin, hook.params, granted, {}, {}, {}};
   hook.sandbox.policy = hook_policy(config, planned, spec.run_dir);
   return hook;
 }

@@ -41,20 +41,23 @@ std::string check_paths(const CapabilityPolicy& policy) {
 std::string apply_policy(const CapabilityPolicy& policy, int violation_fd) {
   if (std::string error = check_paths(policy); !error.empty()) return error;
   const KernelSupport support = detect_kernel_support();
-  if (!support.seccomp_trap)
-    return "this kernel's seccomp filters cannot trap (Linux 3.5+ with CONFIG_SECCOMP_FILTER is "
-           "needed; run with confine = off to go on unconfined)";
+  // What this kernel lacks the host says once per job (describe_confinement) and confine =
+  // required refuses; here only the limits still apply. Anything that fails below is an error.
+  if (!filter_usable(support)) {
+    if (std::string error = set_early_limits(policy.limits); !error.empty()) return error;
+    return set_late_limits(policy.limits, address_space_base());
+  }
   if (std::string error = install_violation_reporter(violation_fd); !error.empty()) return error;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return std::string("prctl(PR_SET_NO_NEW_PRIVS): ") + std::strerror(errno) +
-           " (run with confine = off to go on unconfined)";
+    return std::string("prctl(PR_SET_NO_NEW_PRIVS): ") + std::strerror(errno);
   const uint64_t base = address_space_base();
   if (std::string error = set_early_limits(policy.limits); !error.empty()) return error;
   if (policy.restrict_files)
     if (std::string error = apply_landlock(policy, system_read_paths(), support.landlock_abi);
         !error.empty())
       return error;
-  if (std::string error = load_seccomp_filter(policy); !error.empty()) return error;
+  if (std::string error = load_seccomp_filter(policy, support.landlock_abi); !error.empty())
+    return error;
   return set_late_limits(policy.limits, base);
 }
 

@@ -31,11 +31,11 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
+}  // namespace
+
 bool filter_usable(const KernelSupport& s) {
   return s.no_new_privs && s.seccomp_errno && s.seccomp_trap;
 }
-
-}  // namespace
 
 KernelSupport detect_kernel_support() {
   KernelSupport s;
@@ -57,10 +57,11 @@ std::string describe_confinement(const KernelSupport& support) {
            "load bpf programs, open network sockets, start programs and read and write every "
            "file their user may)";
   line +=
-      "sandboxed hooks run under a seccomp filter (no ptrace, mounts, namespaces, bpf, "
-      "keyrings, io_uring or kernel modules: the runner is stopped and the call named; no "
-      "signals to other processes, network sockets or new processes unless the hook's "
-      "policy allows them)";
+      "sandboxed hooks run under a seccomp filter that allows only what a hook needs (no "
+      "ptrace, mounts, namespaces, bpf, keyrings, io_uring or kernel modules: the runner is "
+      "stopped and the call named; no signals, limits or priorities of other processes, "
+      "and no file metadata changes, network sockets or new processes unless the hook's "
+      "policy allows them; any other call fails with EPERM, named)";
   const int abi = support.landlock_abi;
   if (abi == 0) return line + "; not enforced: file access (no Landlock in this kernel)";
   line += " and Landlock ABI " + std::to_string(abi) + " (files";
@@ -68,7 +69,10 @@ std::string describe_confinement(const KernelSupport& support) {
   if (abi >= 6) line += ", signal and abstract unix socket scopes";
   line += ")";
   std::vector<std::string> missing;
-  if (abi < 3) missing.push_back("truncating files by path (Landlock ABI < 3)");
+  if (abi < 3)
+    missing.push_back(
+        "truncating files by path for hooks that may change file metadata "
+        "(Landlock ABI < 3; the filter refuses truncate(2) to the others)");
   if (abi < 4) missing.push_back("TCP ports (Landlock ABI < 4; the filter still refuses sockets)");
   if (abi < 6) missing.push_back("signal and abstract unix socket scopes (Landlock ABI < 6)");
   if (!missing.empty()) line += "; not enforced: " + join(missing);
@@ -87,7 +91,8 @@ std::vector<std::string> not_enforced(const CapabilityPolicy& policy,
   if (abi == 0) {
     missing.push_back("file access (no Landlock)");
   } else {
-    if (abi < 3) missing.push_back("truncating files by path (Landlock ABI < 3)");
+    if (abi < 3 && policy.metadata)
+      missing.push_back("truncating files by path (Landlock ABI < 3)");
     if (!policy.network && abi < 4) missing.push_back("TCP ports (Landlock ABI < 4)");
   }
   // Without the scopes only the filter guards signals and abstract sockets: it refuses signals to

@@ -19,6 +19,8 @@ struct KernelSupport {
 };
 
 KernelSupport detect_kernel_support();
+// Whether this kernel can load the filter (NO_NEW_PRIVS, seccomp that traps and returns errnos).
+bool filter_usable(const KernelSupport& support);
 
 // "confinement: sandboxed hooks run under Landlock ABI 6 (...) and a seccomp filter (...)", or
 // what is not enforced and why.

@@ -70,6 +70,7 @@ std::vector<std::string> system_read_paths(int runner) {
       "/etc/ld.so.conf.d",
       "/etc/localtime",
       "/etc/python3.11",
+      "/etc/ssl/certs",  // the public certificates TLS libraries read when they load
       "/sys/devices/system/cpu",
       "/proc/cpuinfo",
       "/dev/null",
@@ -115,6 +116,7 @@ std::vector<std::string> runner_args(const CapabilityPolicy& policy) {
   }
   if (policy.network) args.push_back("--network");
   if (policy.processes) args.push_back("--processes");
+  if (policy.metadata) args.push_back("--metadata");
   if (!policy.restrict_files) args.push_back("--files-open");
   for (const LimitFlag& limit : kLimitFlags)
     if (const uint64_t value = policy.limits.*limit.field; value != 0) {
@@ -128,6 +130,11 @@ bool parse_runner_arg(int argc, char** argv, int* i, CapabilityPolicy* policy, s
   const std::string_view arg = argv[*i];
   if (arg == "--network" || arg == "--processes") {
     (arg == "--network" ? policy->network : policy->processes) = true;
+    ++*i;
+    return true;
+  }
+  if (arg == "--metadata") {
+    policy->metadata = true;
     ++*i;
     return true;
   }

@@ -29,6 +29,10 @@ struct CapabilityPolicy {
   std::vector<std::string> write;
   bool network = false;    // sockets other than AF_UNIX, connect, TCP bind
   bool processes = false;  // fork, vfork, clone without CLONE_THREAD, execve, execveat
+  // chmod, chown, utimes, xattrs (and truncate by path under Landlock ABI < 3), on any file the
+  // user owns: seccomp cannot see a path and Landlock does not govern these, so all or nothing.
+  // The host grants it with writes beyond the hook's own run folder.
+  bool metadata = false;
   // False: no Landlock, every file the user may reach stays open (`read` and `write` unused): the
   // seccomp filter alone, for a runner an embedder starts without a policy.
   bool restrict_files = true;

@@ -36,6 +36,12 @@ constexpr const char* kOtherMemory = "read or write another process's memory";
 constexpr const char* kSignal = "signal another process";
 constexpr const char* kProcess = "start a process";
 constexpr const char* kProgram = "start a program";
+constexpr const char* kPriority = "change a process's priority";
+constexpr const char* kScheduling = "change another process's scheduling";
+constexpr const char* kMode = "change a file's permissions";
+constexpr const char* kOwner = "change a file's owner";
+constexpr const char* kTimes = "change a file's times";
+constexpr const char* kXattr = "change a file's extended attributes";
 
 // Each call only where this architecture has it (fork, vfork: not on aarch64).
 // clang-format off
@@ -97,6 +103,45 @@ constexpr DeniedCall kDeniedCalls[] = {
     HH_CALL(clone, clone_process, kProcess),
     HH_CALL(execve, without_processes, kProgram),
     HH_CALL(execveat, without_processes, kProgram),
+    // Refused by the allow-list, named for what they would do to another process or a file.
+    HH_CALL(prlimit64, not_allowed, "change another process's resource limits"),
+    HH_CALL(setpriority, not_allowed, kPriority),
+    HH_CALL(ioprio_set, not_allowed, kPriority),
+    HH_CALL(sched_setaffinity, not_allowed, kScheduling),
+    HH_CALL(sched_setscheduler, not_allowed, kScheduling),
+    HH_CALL(sched_setparam, not_allowed, kScheduling),
+    HH_CALL(sched_setattr, not_allowed, kScheduling),
+    HH_CALL(kcmp, not_allowed, "compare another process's resources"),
+    HH_CALL(process_madvise, not_allowed, kOtherMemory),
+    HH_CALL(process_mrelease, not_allowed, kOtherMemory),
+    HH_CALL(move_pages, not_allowed, kOtherMemory),
+    HH_CALL(migrate_pages, not_allowed, kOtherMemory),
+    HH_CALL(fcntl, not_allowed, "use an fcntl command the policy refuses"),
+    HH_CALL(ioctl, not_allowed, "use an ioctl request the policy refuses"),
+    HH_CALL(prctl, not_allowed, "use a prctl option the policy refuses"),
+    HH_CALL(personality, not_allowed, "change its execution domain"),
+#ifdef __NR_chmod
+    HH_CALL(chmod, not_allowed, kMode),
+    HH_CALL(chown, not_allowed, kOwner),
+    HH_CALL(lchown, not_allowed, kOwner),
+    HH_CALL(utime, not_allowed, kTimes),
+    HH_CALL(utimes, not_allowed, kTimes),
+    HH_CALL(futimesat, not_allowed, kTimes),
+#endif
+    HH_CALL(fchmod, not_allowed, kMode),
+    HH_CALL(fchmodat, not_allowed, kMode),
+#ifdef __NR_fchmodat2
+    HH_CALL(fchmodat2, not_allowed, kMode),
+#endif
+    HH_CALL(fchown, not_allowed, kOwner),
+    HH_CALL(fchownat, not_allowed, kOwner),
+    HH_CALL(utimensat, not_allowed, kTimes),
+    HH_CALL(setxattr, not_allowed, kXattr),
+    HH_CALL(lsetxattr, not_allowed, kXattr),
+    HH_CALL(fsetxattr, not_allowed, kXattr),
+    HH_CALL(removexattr, not_allowed, kXattr),
+    HH_CALL(lremovexattr, not_allowed, kXattr),
+    HH_CALL(fremovexattr, not_allowed, kXattr),
 };
 // clang-format on
 #undef HH_CALL
@@ -157,6 +202,17 @@ std::string socket_domain(uint64_t domain) {
 
 std::string pid_text(uint64_t arg) {
   return "pid " + std::to_string(static_cast<int32_t>(static_cast<uint32_t>(arg)));
+}
+
+std::string fcntl_text(uint64_t command, uint64_t arg) {
+  switch (command) {
+    case F_SETOWN: return "F_SETOWN, " + pid_text(arg);
+    case F_SETOWN_EX: return "F_SETOWN_EX";
+    case F_SETSIG: return "F_SETSIG, signal " + std::to_string(arg);
+    case F_SETLEASE: return "F_SETLEASE";
+    case F_NOTIFY: return "F_NOTIFY";
+    default: return "command " + std::to_string(command);
+  }
 }
 
 std::string hex(uint64_t value) {
@@ -402,8 +458,8 @@ ViolationText describe_violation(const ViolationRecord& record) {
             "system call " + std::to_string(record.nr), "arch " + hex(record.arch)};
   const DeniedCall* call = find_call(record.nr, record.args);
   if (!call)
-    return {"make a system call the policy refuses", "system call " + std::to_string(record.nr),
-            ""};
+    return {"make a system call the policy does not allow",
+            "system call " + std::to_string(record.nr), ""};
   ViolationText text{call->what, call->name, ""};
   const std::string_view name = call->name;
   if (call->when == DeniedWhen::other_pid || name == "process_vm_readv" ||
@@ -416,6 +472,21 @@ ViolationText describe_violation(const ViolationRecord& record) {
     text.detail = socket_domain(record.args[0]);
   else if (name == "clone" || name == "unshare")
     text.detail = "flags " + hex(record.args[0]);
+  else if (name == "setpriority" || name == "ioprio_set")
+    text.detail = "which " + std::to_string(record.args[0]) + ", who " +
+                  std::to_string(static_cast<int32_t>(record.args[1]));
+  else if (name == "fcntl")
+    text.detail = fcntl_text(record.args[1], record.args[2]);
+  if (name == "fcntl" &&
+      (record.args[1] == F_SETOWN || record.args[1] == F_SETOWN_EX || record.args[1] == F_SETSIG))
+    text.what = "make a descriptor signal another process";
+  else if (name == "ioctl")
+    text.detail = "request " + hex(record.args[1] & 0xffffffffu);
+  else if (name == "prctl")
+    text.detail = "option " + std::to_string(record.args[0]);
+  else if (name == "prlimit64" || name.starts_with("sched_set") || name == "kcmp" ||
+           name == "process_madvise" || name == "move_pages" || name == "migrate_pages")
+    text.detail = pid_text(record.args[0]);
   return text;
 }
 

@@ -58,7 +58,9 @@ struct ViolationText {
 ViolationText describe_violation(const Violation& violation);
 ViolationText describe_violation(const ViolationRecord& record);
 
-// When a call in the table is refused.
+// When a call in the table is refused, as its words say (the filter's allow-list decides; a call
+// of the table is refused where the allow-list does not let it through, and only `always` and
+// `clone_namespace` end the runner).
 enum class DeniedWhen {
   always,             // never needed: the runner dies (SIGSYS) after the record
   other_pid,          // its first argument is a pid other than the runner's
@@ -68,6 +70,7 @@ enum class DeniedWhen {
   without_processes,  // unless processes are allowed
   clone_process,      // clone without CLONE_THREAD, unless processes are allowed
   clone_namespace,    // clone with a CLONE_NEW* flag: always, as `always`
+  not_allowed,        // outside the allow-list, or its arguments (another pid, a command)
 };
 
 // A call on files or folders that the runner traps only to name: its SIGSYS handler makes the call
@@ -106,7 +109,8 @@ struct DeniedCall {
   const char* what;  // what the call would do, for the log line
 };
 
-// Every call the filter names, native numbers only (calls this architecture lacks are absent).
+// Every call the host names, native numbers only (calls this architecture lacks are absent). A
+// refused call not in the table is named by its number.
 std::span<const DeniedCall> denied_calls();
 
 // clone() flags that make namespaces.

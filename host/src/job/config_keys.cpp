@@ -211,6 +211,14 @@ void read_allow_processes(const KeyReading& r) {
   isolation_of(r).allow_processes = boolean(r);
 }
 
+void read_grant(const KeyReading& r) {
+  const std::string& v = r.entry.value;
+  if (v != "none" && v != "declared")
+    throw ConfigError(r.at + "expected none or declared; got '" + display_text(v) + "'",
+                      r.entry.key);
+  isolation_of(r).grant_declared = v == "declared";
+}
+
 void read_limit_cpu_secs(const KeyReading& r) {
   isolation_of(r).limit_cpu_secs = run_integer(r.entry, r.at, 0, 31536000, " (0: no limit)");
 }
@@ -457,17 +465,20 @@ constexpr std::array kKeys = {
               "off, sandboxed or required: confine a sandboxed hook to its capability policy "
               "(default: [run] confine, sandboxed)"},
     ConfigKey{kBoth, "allow_read", read_allow_read,
-              "comma-separated files or folders a confined hook may read besides its plugin's "
-              "needs (default none)"},
+              "comma-separated files or folders a confined hook may read; grants its plugin's "
+              "declared reads beneath them (default none)"},
     ConfigKey{kBoth, "allow_write", read_allow_write,
-              "comma-separated files or folders a confined hook may write besides its plugin's "
-              "needs (default none)"},
+              "comma-separated files or folders a confined hook may write; grants its plugin's "
+              "declared writes beneath them (default none)"},
     ConfigKey{kBoth, "allow_network", read_allow_network,
-              "true lets a confined hook open network sockets, false refuses them (default: as its "
-              "plugin declares)"},
+              "true lets a confined hook open network sockets, false refuses them (default: "
+              "false, or as its plugin declares with grant = declared)"},
     ConfigKey{kBoth, "allow_processes", read_allow_processes,
-              "true lets a confined hook start processes, false refuses them (default: as its "
-              "plugin declares)"},
+              "true lets a confined hook start processes, false refuses them (default: false, or "
+              "as its plugin declares with grant = declared)"},
+    ConfigKey{kBoth, "grant", read_grant,
+              "none, or declared: a confined hook gets every need its plugin declares (default "
+              "none: a need no allow_* key grants refuses the hook)"},
     ConfigKey{kBoth, "limit_cpu_secs", read_limit_cpu_secs,
               "the CPU seconds of a confined hook's runner (default 0: no limit)"},
     ConfigKey{kBoth, "limit_file_mb", read_limit_file_mb,

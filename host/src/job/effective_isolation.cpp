@@ -84,6 +84,7 @@ EffectiveIsolation effective_isolation(const JobConfig& cfg, const HookConfig& h
       own.allow_write.value_or(run.allow_write.value_or(std::vector<std::filesystem::path>{}));
   e.allow_network = own.allow_network ? own.allow_network : run.allow_network;
   e.allow_processes = own.allow_processes ? own.allow_processes : run.allow_processes;
+  e.grant_declared = own.grant_declared.value_or(run.grant_declared.value_or(false));
   e.limit_cpu_secs = own.limit_cpu_secs.value_or(run.limit_cpu_secs.value_or(0));
   e.limit_file_mb = own.limit_file_mb.value_or(run.limit_file_mb.value_or(0));
   e.limit_open_files = own.limit_open_files.value_or(run.limit_open_files.value_or(0));

@@ -33,6 +33,7 @@ struct EffectiveIsolation {
   std::vector<std::filesystem::path> allow_write;
   std::optional<bool> allow_network;
   std::optional<bool> allow_processes;
+  bool grant_declared = false;  // grant = declared
   uint64_t limit_cpu_secs = 0, limit_file_mb = 0, limit_open_files = 0, limit_processes = 0;
 };
 

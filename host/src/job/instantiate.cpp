@@ -10,6 +10,7 @@
 #include "job/hook_policy.hpp"
 #include "sandbox/process_dispatch.hpp"
 #include "support/display_text.hpp"
+#include "support/text.hpp"
 
 namespace hookhost {
 
@@ -28,11 +29,44 @@ struct Confinements {
   std::map<const PlannedHook*, confine::CapabilityPolicy> of_hook;
   std::map<const PlannedHook*, std::filesystem::path> run_dir_of_hook;
   std::map<std::string, confine::CapabilityPolicy> of_group;
+  std::map<std::string, bool> group_required;  // a member says confine = required
 };
+
+// The first key on which two members of one isolation group disagree about their confinement,
+// or empty: one process has one confinement, so the operator grants its members alike.
+std::string differing_grant(const EffectiveIsolation& a, const EffectiveIsolation& b) {
+  if ((a.confine == Confinement::off) != (b.confine == Confinement::off)) return "confine";
+  if (a.allow_read != b.allow_read) return "allow_read";
+  if (a.allow_write != b.allow_write) return "allow_write";
+  if (a.allow_network != b.allow_network) return "allow_network";
+  if (a.allow_processes != b.allow_processes) return "allow_processes";
+  if (a.grant_declared != b.grant_declared) return "grant";
+  return "";
+}
+
+// Members of an isolation group must be confined alike: refused with exit 2 naming both.
+void check_group_members(const JobPlan& plan) {
+  std::map<std::string, const PlannedHook*> first_member;
+  for (const PlannedHook& item : plan.hooks) {
+    if (item.isolation.isolation != Isolation::process || item.isolation.group.empty()) continue;
+    auto [it, first] = first_member.try_emplace(item.isolation.group, &item);
+    if (first) continue;
+    const PlannedHook& other = *it->second;
+    const std::string key = differing_grant(other.isolation, item.isolation);
+    if (key.empty()) continue;
+    throw ConfigError(plan.config->where(*item.hook, key) + "hooks '" + other.hook->name +
+                          "' and '" + item.hook->name + "' share isolation_group '" +
+                          item.isolation.group + "', one process, but are given different " + key +
+                          (key == "confine" ? " (off for one of them)" : "") +
+                          ": give them the same " + key + ", or different groups",
+                      key);
+  }
+}
 
 // One policy per confined hook; the members of an isolation group share one process, and so its
 // capabilities: the union of theirs. Limits are the process's, so members must agree on them.
 Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path& run_dir) {
+  check_group_members(plan);
   Confinements c;
   std::map<std::string, const PlannedHook*> first_member;
   for (const PlannedHook& item : plan.hooks) {
@@ -52,6 +86,8 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
     c.run_dir_of_hook[&item] = own;
     const std::string& group = item.isolation.group;
     if (!group.empty()) {
+      // The group runs under the strictest confine of its members.
+      c.group_required[group] |= item.isolation.confine == Confinement::required;
       auto [it, first] = c.of_group.try_emplace(group, policy);
       if (first) {
         first_member[group] = &item;
@@ -78,6 +114,7 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
             shared.write.push_back(path);
         shared.network = shared.network || policy.network;
         shared.processes = shared.processes || policy.processes;
+        shared.metadata = shared.metadata || policy.metadata;
       }
     }
     c.of_hook.emplace(&item, std::move(policy));
@@ -153,6 +190,9 @@ void add_hook(const PlannedHook& item, const HookSettings& settings,
   sandbox.memory_limit_mb = item.isolation.memory_limit_mb;
   sandbox.confine = item.isolation.confine != Confinement::off;
   sandbox.confine_required = item.isolation.confine == Confinement::required;
+  if (auto required = confinements.group_required.find(item.isolation.group);
+      required != confinements.group_required.end())
+    sandbox.confine_required = required->second;
   if (auto policy = confinements.of_hook.find(&item); policy != confinements.of_hook.end())
     sandbox.policy = item.isolation.group.empty() ? policy->second
                                                   : confinements.of_group.at(item.isolation.group);
@@ -184,9 +224,19 @@ void add_hook(const PlannedHook& item, const HookSettings& settings,
 
 }  // namespace
 
-void instantiate(const JobPlan& plan, const HookCommunicators& communicators,
-                 const std::filesystem::path& run_dir, Runtime& runtime) {
+std::vector<std::string> instantiate(const JobPlan& plan, const HookCommunicators& communicators,
+                                     const std::filesystem::path& run_dir, Runtime& runtime) {
   const Confinements confinements = plan_confinements(plan, run_dir);
+  std::vector<std::string> granted;
+  for (const auto& [item, policy] : confinements.of_hook)
+    granted.push_back(describe_hook(item->hook->name, display_text(item->plugin->metadata().id)) +
+                      " runs confined: " +
+                      describe_policy(item->isolation.group.empty()
+                                          ? policy
+                                          : confinements.of_group.at(item->isolation.group)) +
+                      (item->isolation.group.empty()
+                           ? ""
+                           : " (isolation group '" + item->isolation.group + "')"));
   GroupRunners groups;
   for (const PlannedHook& item : plan.hooks) {
     const HookSettings settings = settings_of(*plan.config, item, communicators, confinements);
@@ -196,6 +246,7 @@ void instantiate(const JobPlan& plan, const HookCommunicators& communicators,
       rethrow_at_hook(*plan.config, item, e);
     }
   }
+  return granted;
 }
 
 }  // namespace hookhost

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "hookhost/host/runtime.hpp"
 #include "job/job_plan.hpp"
@@ -22,9 +24,10 @@ HookCommunicators split_hook_communicators(const JobPlan& plan, Communicator* co
 // Adds every planned hook to `runtime`, creating it. A confined hook gets its own run folder,
 // <run_dir>/hooks/<instance> (made here, before its runner starts), and its capability policy.
 // Throws ConfigError naming the configuration line a plugin's refusal points at (or only the
-// hook's section when the plugin is at fault), a policy path that does not exist, and an isolation
-// group whose members ask for different limits.
-void instantiate(const JobPlan& plan, const HookCommunicators& communicators,
-                 const std::filesystem::path& run_dir, Runtime& runtime);
+// hook's section when the plugin is at fault), a policy path that does not exist, a declared need
+// the configuration does not grant, and an isolation group whose members are confined differently
+// or granted different things. Returns one line per confined hook: what it is granted.
+std::vector<std::string> instantiate(const JobPlan& plan, const HookCommunicators& communicators,
+                                     const std::filesystem::path& run_dir, Runtime& runtime);
 
 }  // namespace hookhost

@@ -187,8 +187,9 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   p.runtime = std::make_unique<Runtime>(*p.session, std::move(runtime_settings));
   take_live_changes(start.hook_states);  // read above, before the plan
   p.runtime->restore_hook_states(start.hook_states);
+  std::vector<std::string> granted;
   try {
-    instantiate(plan, hook_communicators, p.run_dir.path(), *p.runtime);
+    granted = instantiate(plan, hook_communicators, p.run_dir.path(), *p.runtime);
     hooks_created.passed();
   } catch (const ConfigError&) {
     p.put_back_previous_run();
@@ -199,6 +200,7 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                               p.options.check_only ? cfg.run_dir.string() + " (untouched: --check)"
                                                    : p.run_dir.path().string(),
                               log);
+  for (const std::string& line : granted) log.info("{}", line);
   if (p.record) {
     RecordedStart record_start;
     record_start.wall_time = p.record_started = wall_time_now();

@@ -59,10 +59,10 @@ std::vector<std::string> widened_keys(const PlannedHook& before, const PlannedHo
   if (!a.group.empty() && a.group != b.group) keys.push_back("isolation_group");
   if (adds_paths(b.allow_read, a.allow_read)) keys.push_back("allow_read");
   if (adds_paths(b.allow_write, a.allow_write)) keys.push_back("allow_write");
-  if (a.allow_network.value_or(needs.network) && !b.allow_network.value_or(needs.network))
-    keys.push_back("allow_network");
-  if (a.allow_processes.value_or(needs.processes) && !b.allow_processes.value_or(needs.processes))
+  if (network_granted(a, needs) && !network_granted(b, needs)) keys.push_back("allow_network");
+  if (processes_granted(a, needs) && !processes_granted(b, needs))
     keys.push_back("allow_processes");
+  if (a.grant_declared && !b.grant_declared) keys.push_back("grant");
   const std::pair<const char*, std::pair<uint64_t, uint64_t>> limits[] = {
       {"memory_limit_mb", {b.memory_limit_mb, a.memory_limit_mb}},
       {"call_timeout_ms", {b.call_timeout_ms, a.call_timeout_ms}},

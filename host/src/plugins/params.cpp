@@ -162,6 +162,7 @@ ResolvedParams resolve_params(const PluginMetadata& plugin, const std::string& i
                           "; report this to the plugin's author");
       }
       given = &defaults[spec.name];
+      v.from_default = true;
     }
     if (!given) {
       if (spec.flag == ParamFlag::required)

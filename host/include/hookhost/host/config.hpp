@@ -58,8 +58,11 @@ struct IsolationConfig {
   std::optional<Confinement> confine;
   std::optional<std::vector<std::filesystem::path>> allow_read;
   std::optional<std::vector<std::filesystem::path>> allow_write;
-  std::optional<bool> allow_network;       // unset: as the plugin declares; false narrows
-  std::optional<bool> allow_processes;     // unset: as the plugin declares; false narrows
+  std::optional<bool> allow_network;    // unset: as the plugin declares; false narrows
+  std::optional<bool> allow_processes;  // unset: as the plugin declares; false narrows
+  // grant = declared: every need the plugin declares is granted as declared. Unset or none: only
+  // what the allow_* keys grant (and the hook's own run folder, the system's libraries).
+  std::optional<bool> grant_declared;
   std::optional<uint64_t> limit_cpu_secs;  // 0: none
   std::optional<uint64_t> limit_file_mb;
   std::optional<uint64_t> limit_open_files;

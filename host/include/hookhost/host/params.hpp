@@ -31,6 +31,7 @@ class ResolvedParams {
   struct Value {
     ParamSpec spec;
     bool is_set = false;
+    bool from_default = false;  // the plugin's default, not a value of the configuration
     bool b = false;
     int64_t i = 0;
     double f = 0;
