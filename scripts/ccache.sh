@@ -13,5 +13,8 @@ if [ "${HOOKHOST_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   # (pch_external_checksum, written by ccache-launch.sh).
   export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
   export CCACHE_PCH_EXTSUM=1
+  # Depend mode: a miss is hashed from the compiler's own dependency list (-MD), with no separate
+  # preprocessor pass, which costs a tenth of each compile of a file that misses.
+  export CCACHE_DEPEND=1
   export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 fi

@@ -18,6 +18,7 @@
 #include <regex>
 
 #include "process.hpp"
+#include "support/sanitizer.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -435,10 +436,13 @@ TEST_F(Confine, TheHostsOpenFilesLimitCannotBeLowered) {
                                "pid "));
   expect_job_intact(r);
   // Unconfined the call reaches the kernel: the host's poll over its runners fails from then on
-  // (EINVAL past RLIMIT_NOFILE), and it loses both hooks.
+  // (EINVAL past RLIMIT_NOFILE), and it loses both hooks. Under the sanitizers the host stops
+  // sooner: UBSan tests memory through a pipe, which a process without descriptors cannot make.
+#if !defined(HOOKHOST_ASAN)
   r = run_unconfined("hostile_prlimit", "signal = 0");
   EXPECT_THAT(r.out, HasSubstr("2 hooks disabled"));
   EXPECT_THAT(r.out, HasSubstr("poll: Invalid argument"));
+#endif
 }
 
 TEST_F(Confine, ADescriptorCannotBeMadeToSignalTheHost) {
