@@ -33,8 +33,13 @@ const fs::path& scratch_dir() {
   return dir.path();
 }
 
-// One whole job of `steps` steps, with the demo's hooks or none; returns its wall time.
-double run_job_seconds(bool with_hooks, int64_t steps, int run) {
+struct JobTimes {
+  double seconds = 0;       // the whole job's wall time
+  double wait_seconds = 0;  // of which its steps waited for checkpoint writes (the disk's time)
+};
+
+// One whole job of `steps` steps, with the demo's hooks or none.
+JobTimes run_job(bool with_hooks, int64_t steps, int run) {
   const fs::path run_dir = scratch_dir() / ("run-" + std::to_string(run));
   fs::remove_all(run_dir);
   std::vector<std::string> overrides{"run.run_dir=" + run_dir.string()};
@@ -66,22 +71,26 @@ double run_job_seconds(bool with_hooks, int64_t steps, int run) {
     throw std::runtime_error("the job ran " + std::to_string(result.steps_run) + " steps, not " +
                              std::to_string(steps) + ": " + result.reason);
   fs::remove_all(run_dir);
-  return seconds;
+  return {seconds, std::chrono::duration<double>(result.checkpoint_wait_time).count()};
 }
 
 void BM_Job(benchmark::State& state) {
   static int run = 0;
   const bool with_hooks = state.range(0) != 0;
   const int64_t steps = state.range(1);
+  double wait_seconds = 0;
   for (auto _ : state) {
     try {
-      state.SetIterationTime(run_job_seconds(with_hooks, steps, ++run));
+      const JobTimes times = run_job(with_hooks, steps, ++run);
+      state.SetIterationTime(times.seconds);
+      wait_seconds += times.wait_seconds;
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
       return;
     }
   }
   state.counters["steps"] = static_cast<double>(steps);
+  state.counters["checkpoint_wait_ns"] = wait_seconds * 1e9;
 }
 BENCHMARK(BM_Job)
     ->ArgNames({"hooks", "steps"})
@@ -97,21 +106,37 @@ void report_goals(const hookhost::bench::TimesReporter& t) {
   // The long job's time less the short one's, per step: the start and the end cancel out. On a
   // busy machine the difference can come out negative; it is still a measurement (of noise), not
   // a missing one, so the goal line is printed either way.
-  auto per_step = [&](int hooks) -> std::optional<double> {
+  // The steps' waits for checkpoint writes ([run] checkpoint_wait = true, the default) are the
+  // disk's time, not the hooks': they are taken out of the goal and reported on their own line.
+  struct PerStep {
+    double ns = 0;       // wall time per step, the waits taken out
+    double wait_ns = 0;  // the waits per step
+  };
+  auto per_step = [&](int hooks) -> std::optional<PerStep> {
     const std::string base = "BM_Job/hooks:" + std::to_string(hooks) + "/steps:";
     const std::string short_name = base + std::to_string(kShortSteps) + "/iterations:1/manual_time";
     const std::string long_name = base + std::to_string(kLongSteps) + "/iterations:1/manual_time";
     if (!t.has(short_name) || !t.has(long_name)) return std::nullopt;
-    return (t.ns(long_name) - t.ns(short_name)) / (kLongSteps - kShortSteps);
+    const double waits = std::max(0.0, t.counter(long_name, "checkpoint_wait_ns")) -
+                         std::max(0.0, t.counter(short_name, "checkpoint_wait_ns"));
+    const double steps = kLongSteps - kShortSteps;
+    return PerStep{(t.ns(long_name) - t.ns(short_name) - waits) / steps, waits / steps};
   };
-  const std::optional<double> bare = per_step(0);
-  const std::optional<double> demo = per_step(1);
+  const std::optional<PerStep> bare = per_step(0);
+  const std::optional<PerStep> demo = per_step(1);
   if (!bare || !demo) {
     std::printf("\njob: a job did not run (its error is above): no demo_hooks_ns_per_step\n");
     return;
   }
-  std::printf("\njob: %.0f ns per step with the demo's hooks, %.0f ns with none\n", *demo, *bare);
-  hookhost::bench::report_goal("demo_hooks_ns_per_step", std::max(0.0, *demo - *bare), 1000);
+  std::printf(
+      "\njob: %.0f ns per step with the demo's hooks, %.0f ns with none (waits for the "
+      "disk taken out)\n",
+      demo->ns, bare->ns);
+  std::printf(
+      "job: the demo's steps waited %.0f ns per step for checkpoint writes (the disk's "
+      "time, [run] checkpoint_wait = true; not part of the goal)\n",
+      demo->wait_ns);
+  hookhost::bench::report_goal("demo_hooks_ns_per_step", std::max(0.0, demo->ns - bare->ns), 1000);
 }
 
 }  // namespace

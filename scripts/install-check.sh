@@ -52,7 +52,9 @@ step "hookhost new (C++): CMake + find_package, its GoogleTest test, a job, a ch
 (cd "$work" && hookhost new guard_cpp --lang cpp >/dev/null)
 cmake -S "$work/guard_cpp" -B "$work/guard_cpp/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/guard_cpp/build" >/dev/null
-ctest --test-dir "$work/guard_cpp/build" --no-tests=error --output-on-failure >/dev/null
+# Without the installed bin/ on PATH: the sandboxed test finds the package's runner by itself.
+env PATH=/usr/bin:/bin ctest --test-dir "$work/guard_cpp/build" --no-tests=error \
+  --output-on-failure >/dev/null
 (cd "$work" && hookhost run --config guard_cpp/guard_cpp.ini --log-level warn) |
   grep -q "job stopped (hook 'guard_cpp': loss 7.79022 fell below stop_below 10)"
 hookhost check "$work/guard_cpp/build/guard_cpp.so" --set stop_below=10 >/dev/null

@@ -295,9 +295,11 @@ TEST_F(CheckTest, AConfigurationTheHooksCreateRefusesIsAConfigurationError) {
   EXPECT_THAT(r.err, AllOf(HasSubstr("configuration error"), HasSubstr("stop_at_step")));
 }
 
+// A check that ran no scenario does not pass: exit 2, as for a configuration it cannot run.
 TEST_F(CheckTest, ARequiredParameterWithoutValueSkipsTheScenariosAndSaysSo) {
   const ProcessResult r = check({fixture_plugin("good_c").string()});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no scenario ran, so the plugin was not checked"));
   const auto not_run = findings(r.out, "warning", "not-run");
   ASSERT_EQ(not_run.size(), 1u) << r.out;
   EXPECT_THAT(not_run[0], AllOf(HasSubstr("'every_n'"), HasSubstr("--set every_n=")));

@@ -764,6 +764,11 @@ TEST(CheckpointWriting, WithCheckpointWaitASaveAskedForDuringAWriteWaitsForItAnd
   const std::string log = job.sink->text();
   EXPECT_LT(log.find("wrote checkpoint " + job.file(1).string() + " (requested by first)"),
             log.find("wrote checkpoint " + job.file(2).string() + " (requested by second)"));
+  // The wait is counted apart from the hooks' time: one checkpoint waited, for a while.
+  const JobResult result = job.runtime().close();
+  EXPECT_EQ(result.checkpoint_waits, 1u);
+  EXPECT_GT(result.checkpoint_wait_time.count(), 0);
+  EXPECT_EQ(result.checkpoints_skipped, 0u);
 }
 
 // The default: a request during a write takes its snapshot at once and waits behind the write;
@@ -788,6 +793,7 @@ TEST(CheckpointWriting, SavesAskedForDuringAWriteCoalesceTheNewestWinsAndTheStep
   job.sink->release();
   const JobResult result = job.runtime().close();
   EXPECT_EQ(result.checkpoints_skipped, 2u);
+  EXPECT_EQ(result.checkpoint_waits, 0u);
   EXPECT_EQ(result.checkpoint_failures, 0u);
   EXPECT_THAT(list_checkpoints(job.folder()), ElementsAre(job.file(4), job.file(1)));
   const Checkpoint newest = read_checkpoint(job.file(4));

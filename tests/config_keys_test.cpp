@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "hookhost/host/runtime.hpp"
 #include "job/config_keys.hpp"
 #include "test_support.hpp"
 
@@ -54,9 +56,11 @@ TEST(ConfigKeys, ConfineIsSandboxedUnlessSetOff) {
             Confinement::required);
 }
 
-TEST(ConfigKeys, CheckpointWaitIsABooleanOffByDefault) {
-  EXPECT_FALSE(load_job_config(std::nullopt, {}).checkpoint_wait);
-  EXPECT_TRUE(load_job_config(std::nullopt, {"run.checkpoint_wait=true"}).checkpoint_wait);
+// On by default: every requested checkpoint is written, as TensorFlow's CheckpointSaverHook does.
+TEST(ConfigKeys, CheckpointWaitIsABooleanOnByDefault) {
+  EXPECT_TRUE(load_job_config(std::nullopt, {}).checkpoint_wait);
+  EXPECT_TRUE(RuntimeOptions{}.checkpoint_wait);
+  EXPECT_FALSE(load_job_config(std::nullopt, {"run.checkpoint_wait=false"}).checkpoint_wait);
   try {
     load_job_config(std::nullopt, {"run.checkpoint_wait=always"});
     ADD_FAILURE() << "accepted";
@@ -168,6 +172,28 @@ TEST(HostHookKeys, AKeyAPluginMayKeepIsReadWithTheParameters) {
   ASSERT_EQ(config.hooks.size(), 1u);
   EXPECT_EQ(config.hooks[0].params.count("every_n_steps"), 1u);
   EXPECT_EQ(config.hooks[0].params.count("mode"), 1u);
+}
+
+// The project templates `hookhost new` writes declare no parameter named as a [hook.NAME] key of
+// the host, not even one a plugin may take over (every_n_steps, mode, ...): a new author would
+// not know whether the host or the hook applies it.
+TEST(ConfigKeys, TheProjectTemplatesDeclareNoHostKey) {
+  const std::regex declared(R"(\bP\((\w+),)");
+  int params = 0;
+  for (const char* source :
+       {"examples/plugin-template-cpp/src/my_hook.cpp", "examples/plugin-template-c/my_hook.c"}) {
+    const std::string text = read_file(std::filesystem::path(HOOKHOST_SOURCE_DIR) / source);
+    for (std::sregex_iterator it(text.begin(), text.end(), declared), end; it != end; ++it) {
+      ++params;
+      const std::string name = (*it)[1];
+      for (const ConfigKey& key : config_keys()) {
+        if (key.sections & kHookSection) {
+          EXPECT_NE(name, key.name) << source << " declares the host's key " << name;
+        }
+      }
+    }
+  }
+  EXPECT_GE(params, 4);  // the templates' parameters were found
 }
 
 }  // namespace HOOKHOST_TEST_FILE

@@ -302,6 +302,22 @@ TEST_F(Confine, ADeclaredNeedBeyondTheRunFolderIsGrantedOnlyByTheOperator) {
   expect_job_intact(r);
 }
 
+// A file a parameter names that appears while the job runs (time_limit's stop_file): its folder,
+// which the operator named by naming the file, is granted; a file in a folder that does not exist
+// is a configuration error, never widened further.
+TEST_F(Confine, AStopFileThatAppearsLaterIsReadThroughItsFolder) {
+  fs::create_directories(dir_ / "flags");
+  ProcessResult r =
+      run("time_limit", "max_secs = 3600\nstop_file = " + (dir_ / "flags" / "stop").string());
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'time_limit') runs confined: read " +
+                               (dir_ / "flags").string() + "; write "));
+  expect_job_intact(r);
+  r = run("time_limit", "max_secs = 3600\nstop_file = " + (dir_ / "nowhere" / "stop").string());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("may read " + (dir_ / "nowhere" / "stop").string() +
+                               " (its parameter stop_file), which does not exist"));
+}
+
 // One runner, one confinement: members of an isolation group are confined and granted alike.
 TEST_F(Confine, GroupMembersConfinedOrGrantedDifferentlyAreRefusedNamingBoth) {
   auto run_group = [&](const std::string& first, const std::string& second) {

@@ -581,6 +581,24 @@ TEST_F(ConfineApply, PtraceEndsTheRunnerBySigsysAfterARecord) {
   EXPECT_EQ(text.detail, "pid " + std::to_string(parent));
 }
 
+#if defined(__x86_64__)
+// A call through the i386 ABI (int 0x80) is another architecture's: the whole runner is killed,
+// not the calling thread alone, so no runner goes on with a thread missing.
+TEST_F(ConfineApply, AnotherArchitecturesCallKillsTheWholeRunner) {
+  const Outcome o = confined(policy_, [] {
+    std::thread([] {
+      long ret = 20;  // getpid in the i386 table
+      asm volatile("int $0x80" : "+a"(ret) : : "memory");
+    }).join();
+    return std::string("the runner outlived the call");
+  });
+  ASSERT_TRUE(WIFSIGNALED(o.status)) << o.report;
+  if (WTERMSIG(o.status) == SIGSEGV) GTEST_SKIP() << "this kernel runs no i386 code (int 0x80)";
+  EXPECT_EQ(WTERMSIG(o.status), SIGSYS);
+  EXPECT_EQ(o.report, "");
+}
+#endif
+
 TEST_F(ConfineApply, ANamespaceCloneEndsTheRunner) {
   policy_.processes = true;  // fork allowed: the namespace flag alone is what is refused
   const Outcome o = confined(policy_, [] {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <hookhost/version.h>
+
 #include "hookhost/host/config.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
@@ -122,6 +124,27 @@ std::vector<std::string> lay_out(const IniBlock& block, const fs::path& dir) {
   if (cfg.run_dir.empty() || cfg.run_dir == fs::path("hookhost-run"))
     args.insert(args.end(), {"--run-dir", (dir / "run").string()});
   return args;
+}
+
+// One ABI version in every page: each "ABI 1.0 to 1.N" (or "1.0-1.N", "1.0–1.N") an outsider
+// reads names the minor the headers declare (HH_ABI_MINOR).
+TEST(DocExamples, EveryPageNamesTheHeadersAbiMinorAsTheNewestFrozen) {
+  const std::regex range(R"(1\.0(?: to |-|\xE2\x80\x93)1\.([0-9]+))");
+  std::vector<std::filesystem::path> pages{std::filesystem::path(HOOKHOST_SOURCE_DIR) /
+                                           "README.md"};
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(HOOKHOST_SOURCE_DIR) / "docs"))
+    if (entry.path().extension() == ".md") pages.push_back(entry.path());
+  int ranges = 0;
+  for (const auto& page : pages) {
+    const std::string text = read_file(page);
+    for (std::sregex_iterator it(text.begin(), text.end(), range), end; it != end; ++it) {
+      ++ranges;
+      EXPECT_EQ(std::stoi((*it)[1]), HH_ABI_MINOR)
+          << page.filename() << " says " << it->str() << " (the headers: 1." << HH_ABI_MINOR << ")";
+    }
+  }
+  EXPECT_GE(ranges, 3);  // README, abi.md and architecture.md say it
 }
 
 TEST(DocExamples, TheDocsHoldIniBlocks) {

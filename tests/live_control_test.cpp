@@ -191,6 +191,21 @@ TEST_F(LiveControlTest, SetRecreatesTheHookWithItsStateAndARefusalLeavesItRunnin
   EXPECT_EQ(done.exit_code, 0) << done.err;
 }
 
+// A set recreates the hook from the state its old instance held after its end: what it saved last.
+TEST_F(LiveControlTest, SetHandsTheNewInstanceTheStateTheOldOneSavedInItsEnd) {
+  auto job = start(slow_job("[hook.rec]\nplugin = scripted\ntrace = " + trace().string() +
+                            "\nsave_in_end = true\n"));
+  ASSERT_TRUE(wait_until([&] { return count_lines("rec after_run") >= 2; }));
+  const ProcessResult set = ctl({"set", "rec.fetch=loss"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const std::vector<std::string> begins = trace_lines("rec begin");
+  ASSERT_EQ(begins.size(), 2u);
+  EXPECT_THAT(begins[1],
+              ::testing::MatchesRegex("rec begin state=after_runs=[0-9]+ ended live=[0-9]+"));
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+}
+
 TEST_F(LiveControlTest, RefusedAttachesNameTheirCauseAndTheJobGoesOn) {
   auto job = start(slow_job());
   const ProcessResult failing = ctl({"attach", "bad", "--plugin", "scripted", "--set",
@@ -445,7 +460,16 @@ TEST_F(LiveControlTest, ALongRunDirectoryAndALongHookNameAreServed) {
       ctl_long({"attach", name, "--plugin", "scripted", "--set", "trace=" + trace().string()});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   ASSERT_TRUE(wait_until([&] { return count_lines(name + " after_run") >= 2; }));
-  EXPECT_THAT(ctl_long({"status"}).out, HasSubstr(name));
+  const std::string status = ctl_long({"status"}).out;
+  EXPECT_THAT(status, HasSubstr(name));
+  // The hook's rows keep every column and end where they should: the name's row has its callback,
+  // calls, p50, p99 and max, and the next row starts on a line of its own.
+  const std::regex row("^" + name + " +scripted +begin +1 +[0-9.]+ +[0-9.]+ +[0-9.]+$");
+  bool found = false;
+  for (const std::string& line : lines_of(status)) found = found || std::regex_match(line, row);
+  EXPECT_TRUE(found) << status;
+  EXPECT_THAT(status, HasSubstr("\n" + std::string(20, ' ') + " " + std::string(20, ' ') +
+                                " after_create_session"));
   const ProcessResult set = ctl_long({"set", name + ".fetch=loss"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   EXPECT_EQ(count_lines(name + " begin state=after_runs="), 1u);  // recreated with its state
@@ -602,6 +626,15 @@ TEST_F(LiveControlTest, AJobKilledAfterAnAttachResumesWithTheAttachedHookAndItsS
 
   // Detached and saved again: the next resume runs without it.
   auto third = start(slow_job());
+  ASSERT_EQ(ctl({"detach", "rec"}).exit_code, 0);
+  // Attached again under its name, a hook starts without the state the resumed one was given.
+  const size_t begins_resumed = count_lines("rec begin");
+  ASSERT_EQ(ctl({"attach", "rec", "--plugin", "scripted", "--set", "trace=" + trace().string()})
+                .exit_code,
+            0);
+  ASSERT_TRUE(wait_until([&] { return count_lines("rec begin") > begins_resumed; }));
+  EXPECT_EQ(trace_lines("rec begin").back().rfind("rec begin state=- ", 0), 0u)
+      << trace_lines("rec begin").back();
   ASSERT_EQ(ctl({"detach", "rec"}).exit_code, 0);
   ASSERT_EQ(ctl({"checkpoint"}).exit_code, 0);
   third->signal(SIGKILL);

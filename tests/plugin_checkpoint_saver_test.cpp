@@ -9,6 +9,8 @@
 #include "storage/checkpoint.hpp"
 
 #include "plugin_harness.hpp"
+#include "process.hpp"
+#include "test_support.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -64,6 +66,32 @@ TEST(CheckpointSaver, SavesAtSessionCreationEveryNStepsAndAtTheEnd) {
   // On save_steps alone it asks, after each save, to be called at the step that makes the next
   // one due (hh.steps/1 skip_until): after_run at global steps 2, 5 and 8 of 10 only.
   EXPECT_EQ(h.runtime().reports().at(0).callbacks.at("after_run").calls, 3u);
+}
+
+// The program's defaults are TensorFlow's: every checkpoint CheckpointSaverHook(save_steps=2) asks
+// for is written (0, 2, 4), and keep_checkpoints = 3 keeps the newest three (6, 7, 8), however
+// fast the disk is. checkpoint_wait = false may skip some, which the log then says.
+TEST(CheckpointSaverProgram, TheDefaultsWriteEveryRequestedCheckpointAsTensorFlowDoes) {
+  TempDir dir;
+  auto run = [&](const std::string& run_keys, const std::string& hook_keys, int epochs) {
+    write_file(dir / "job.ini",
+               "[run]\nrun_dir = run\n" + run_keys +
+                   "\n[workload]\nname = linreg\nepochs = " + std::to_string(epochs) +
+                   "\n\n[hook.saver]\nplugin = checkpoint_saver\n" + hook_keys + "\n");
+    ProcessResult r =
+        run_hookhost({"run", "--config", (dir / "job.ini").string(), "--fresh"}, dir.path());
+    r.out += r.err;
+    return r;
+  };
+  ProcessResult r = run("", "save_steps = 2", 1);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(saved_steps(dir / "run" / "checkpoints"), ElementsAre(0, 2, 4)) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("checkpoint_wait = true"));
+  EXPECT_THAT(r.out, Not(HasSubstr("was not written")));
+  r = run("keep_checkpoints = 3", "save_steps = 1", 2);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(saved_steps(dir / "run" / "checkpoints"), ElementsAre(6, 7, 8)) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("skipped")));
 }
 
 TEST(CheckpointSaver, DoesNotSaveTwiceWhenTheLastStepWasAlreadySaved) {

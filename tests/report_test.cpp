@@ -422,6 +422,37 @@ TEST(ReportHtml, AnEstimateAboveTheRunsWallTimeIsExplained) {
   EXPECT_THAT(html, Not(HasSubstr("modest: the estimate exceeds")));
 }
 
+// The time the steps waited for the disk (checkpoint_wait) is kept in the record and shown apart
+// from the hooks' cost; a run that never waited says nothing of it.
+TEST(ReportHtml, TheStepsWaitForCheckpointWritesIsShownApartFromTheHooks) {
+  TempDir dir;
+  {
+    RunRecordWriter writer(dir / kRunRecordFile);
+    writer.write(a_start(false, 0));
+    RecordedCost cost = a_cost("modest");
+    cost.checkpoint_waits = 3;
+    cost.checkpoint_wait_ns = 1'500'000'000;
+    writer.write(cost);
+  }
+  const RunRecord record = read_run_record(dir / kRunRecordFile);
+  ASSERT_EQ(record.costs.size(), 1u);
+  EXPECT_EQ(record.costs[0].checkpoint_waits, 3u);
+  EXPECT_EQ(record.costs[0].checkpoint_wait_ns, 1'500'000'000);
+  write_run_report(dir.path());
+  const std::string html = read_file(dir / kReportFile);
+  EXPECT_THAT(html, HasSubstr("Checkpoints: the step waited for the previous write 3 times, "));
+  EXPECT_THAT(html, HasSubstr(" in all: the disk's time, not the hooks'."));
+
+  TempDir none;
+  {
+    RunRecordWriter writer(none / kRunRecordFile);
+    writer.write(a_start(false, 0));
+    writer.write(a_cost("modest"));
+  }
+  write_run_report(none.path());
+  EXPECT_THAT(read_file(none / kReportFile), Not(HasSubstr("waited for the previous write")));
+}
+
 TEST(ReportHtml, WrittenAtomicallyReplacingAnOldReportAndNamingAMissingRecord) {
   TempDir dir;
   write_file(dir / kReportFile, "old report");

@@ -1,4 +1,4 @@
-/* my_hook: watches one scalar tensor. Every `every_n_steps` steps it logs the value and the best
+/* my_hook: watches one scalar tensor. Every `log_every` steps it logs the value and the best
  * value so far; after the first step whose value falls below `stop_below` it asks the job to stop.
  * The best value is the hook's state: saved with every checkpoint, so a resumed job remembers it.
  *
@@ -20,7 +20,7 @@ typedef struct my_hook {
   hh_hook hook; /* first member: the host holds a pointer to it */
   const hh_host* host;
   char tensor[256];
-  int64_t every_n_steps;
+  int64_t log_every;
   int has_stop_below;
   double stop_below;
   int has_best;
@@ -57,7 +57,7 @@ static hh_status my_hook_after_run(hh_hook* hook, const hh_run_context* context,
     if (h->host->state_put(h->host, text, strlen(text)) != HH_OK)
       return hh_fail(err, HH_ERROR, "the host refused the state");
   }
-  if (step % h->every_n_steps == 0) {
+  if (step % h->log_every == 0) {
     snprintf(text, sizeof text, "%s = %g at step %lld (best %g)", h->tensor, value, (long long)step,
              h->best);
     hh_log(h->host, HH_LOG_INFO, text);
@@ -89,7 +89,7 @@ static void my_hook_load_state(my_hook* h) {
 static hh_status my_hook_create(const hh_host* host, const hh_create_args* args, hh_hook** out,
                                 hh_error* err) {
   const hh_param_value* tensor = hh_find_param(args, "tensor");
-  const hh_param_value* every = hh_find_param(args, "every_n_steps");
+  const hh_param_value* every = hh_find_param(args, "log_every");
   const hh_param_value* stop_below = hh_find_param(args, "stop_below");
   my_hook* h;
 
@@ -98,13 +98,13 @@ static hh_status my_hook_create(const hh_host* host, const hh_create_args* args,
   if (tensor->string_value[0] == '\0') return hh_fail(err, HH_ERROR, "'tensor' must name a tensor");
   if (strlen(tensor->string_value) >= sizeof h->tensor)
     return hh_fail(err, HH_ERROR, "'tensor': the name is too long");
-  if (every->int_value < 1) return hh_fail(err, HH_ERROR, "'every_n_steps' must be at least 1");
+  if (every->int_value < 1) return hh_fail(err, HH_ERROR, "'log_every' must be at least 1");
 
   h = (my_hook*)calloc(1, sizeof *h);
   if (!h) return hh_fail(err, HH_ERROR, "out of memory");
   h->host = host;
   strcpy(h->tensor, tensor->string_value);
-  h->every_n_steps = every->int_value;
+  h->log_every = every->int_value;
   h->has_stop_below = stop_below->is_set;
   h->stop_below = stop_below->float_value;
   my_hook_load_state(h);
@@ -119,9 +119,9 @@ static hh_status my_hook_create(const hh_host* host, const hh_create_args* args,
 /* The parameters, read by `hookhost plugins describe` without loading the plugin:
  * P(name, type, flag, default, help) with type BOOL, INT, FLOAT, STRING or STRING_LIST and flag
  * DEFAULT (the default applies), REQUIRED or OPTIONAL (may be absent: is_set is 0). */
-#define MY_HOOK_PARAMS(P)                                                            \
-  P(tensor, STRING, DEFAULT, "loss", "the scalar tensor to watch")                   \
-  P(every_n_steps, INT, DEFAULT, "10", "log the value every this many global steps") \
+#define MY_HOOK_PARAMS(P)                                                        \
+  P(tensor, STRING, DEFAULT, "loss", "the scalar tensor to watch")               \
+  P(log_every, INT, DEFAULT, "10", "log the value every this many global steps") \
   P(stop_below, FLOAT, OPTIONAL, "", "stop the job once the value falls below this")
 
 HH_PLUGIN_DEFINE("my_hook", "0.1.0",

@@ -49,14 +49,15 @@ at a parameter's edge only, errors the hook logs.
 
 const char* const kCheckFooter = R"help(
 Every --set parameter keeps its value in every scenario; a required parameter without one means
-no scenario can run (reported as a warning). One line per finding says what was seen, where, and
+no scenario can run (a warning, and exit status 2: nothing was checked in the sandbox). One line per finding says what was seen, where, and
 why it matters; the last line is "check: N violation(s), M warning(s)".
 
 Exit status:
   0  no violation (warnings may have been reported)
   1  at least one violation
   2  usage or configuration error, nothing was checked: no such file, not a hookhost plugin, a
-     --set key the plugin does not declare, a bad value, a configuration its create() refuses
+     --set key the plugin does not declare, a bad value, a configuration its create() refuses,
+     a required parameter without a value (no scenario ran)
 
 Examples:
   hookhost check lib/hookhost/plugins/stop_at_step.so --set last_step=100
@@ -134,5 +135,13 @@ int cmd_check(const std::vector<std::string>& args) {
   std::cout << (vm.count("json") ? hookhost::check::format_json(report)
                                  : hookhost::check::format_text(report, options.verbose));
   std::cout.flush();
-  return report.findings.count(hookhost::check::Severity::violation) ? kExitViolations : kExitOk;
+  if (report.findings.count(hookhost::check::Severity::violation)) return kExitViolations;
+  // A check that ran no scenario checked nothing in the sandbox: it does not pass.
+  if (report.scenarios.empty()) {
+    std::fprintf(stderr,
+                 "hookhost: check: no scenario ran, so the plugin was not checked (see the "
+                 "warning above)\n");
+    return kExitUsage;
+  }
+  return kExitOk;
 }

@@ -33,6 +33,16 @@ std::string format_summary(const JobResult& result, const std::vector<HookReport
            (result.checkpoints_skipped == 1 ? "was" : "were") +
            " skipped, replaced by a newer one while an earlier one was being written "
            "([run] checkpoint_wait = true writes each)\n";
+  if (result.checkpoint_waits > 0) {
+    std::snprintf(line, sizeof line,
+                  "  checkpoints: the step waited for the previous write %llu time%s, %.3f s in "
+                  "all (the disk's time, not the hooks'; [run] checkpoint_wait = false never "
+                  "waits and may skip checkpoints)\n",
+                  static_cast<unsigned long long>(result.checkpoint_waits),
+                  result.checkpoint_waits == 1 ? "" : "s",
+                  std::chrono::duration<double>(result.checkpoint_wait_time).count());
+    out += line;
+  }
   if (reports.empty()) return out + "  hooks: none\n";
   std::snprintf(line, sizeof line, "  %-20s %-22s %8s %10s %10s %10s %10s %10s\n", "hook",
                 "callback", "calls", "total ms", "mean us", "p50 us", "p99 us", "max us");

@@ -36,9 +36,9 @@ int main(int argc, char** argv) {
   }
   const char* plugin = argv[1];
 
-  {  // It fetches the tensor and logs it every every_n_steps steps.
+  {  // It fetches the tensor and logs it every log_every steps.
     HookTest hook(plugin);
-    hook.set("every_n_steps", "5").steps(10).value("loss", falling_loss);
+    hook.set("log_every", "5").steps(10).value("loss", falling_loss);
     const auto run = hook.run();
     check(run.outcome == Outcome::completed, "the job completes", run);
     check(run.fetched(3) == Lines{"loss"}, "step 3 fetched the loss", run);
@@ -60,19 +60,19 @@ int main(int argc, char** argv) {
     const auto stopped = first.run();
     check(stopped.state_bytes() == "2.5", "the best value is the saved state", stopped);
     HookTest resumed(plugin);
-    resumed.set("every_n_steps", "2").resume_from(stopped).steps(6).value("loss", 4.0);
+    resumed.set("log_every", "2").resume_from(stopped).steps(6).value("loss", 4.0);
     const auto run = resumed.run();
     check(run.log_lines("info") == Lines{"loss = 4 at step 6 (best 2.5)"},
           "the resumed hook remembers the best value", run);
   }
-  {  // It refuses every_n_steps below 1 before the job starts.
+  {  // It refuses log_every below 1 before the job starts.
     HookTest hook(plugin);
-    hook.set("every_n_steps", "0");
+    hook.set("log_every", "0");
     const bool refused =
-        hook.configuration_error().find("'every_n_steps' must be at least 1") != std::string::npos;
+        hook.configuration_error().find("'log_every' must be at least 1") != std::string::npos;
     if (!refused) {
       ++failures;
-      std::printf("FAILED: every_n_steps = 0 is refused\n");
+      std::printf("FAILED: log_every = 0 is refused\n");
     }
   }
 

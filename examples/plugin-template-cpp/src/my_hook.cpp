@@ -1,4 +1,4 @@
-// my_hook: watches one scalar tensor. Every `every_n_steps` steps it logs the value and the best
+// my_hook: watches one scalar tensor. Every `log_every` steps it logs the value and the best
 // value so far; after the first step whose value falls below `stop_below` it asks the job to stop.
 // The best value is the hook's state: saved with every checkpoint, so a resumed job remembers it,
 // and read again after a session recovery, which puts every state back to its checkpoint.
@@ -23,12 +23,12 @@ class MyHook : public hookhost::Hook {
   explicit MyHook(const hookhost::CreateContext& ctx)
       : Hook(ctx),
         tensor_(params().get_string("tensor")),
-        every_n_steps_(params().get_int("every_n_steps")),
+        log_every_(params().get_int("log_every")),
         stop_below_(params().has("stop_below") ? params().get_float("stop_below") : NAN) {
     // The host has checked types and required parameters; ranges are the hook's to check. An
     // error thrown here is a configuration error: the job does not start.
     if (tensor_.empty()) throw hookhost::Error("'tensor' must name a tensor");
-    if (every_n_steps_ < 1) throw hookhost::Error("'every_n_steps' must be at least 1");
+    if (log_every_ < 1) throw hookhost::Error("'log_every' must be at least 1");
   }
 
   // The state pattern: read it in begin (a resumed job's state, from its checkpoint) and again
@@ -53,7 +53,7 @@ class MyHook : public hookhost::Hook {
       std::snprintf(text, sizeof text, "%.17g", best_);  // every digit, so it restores exactly
       host().save_state(text);
     }
-    if (step % every_n_steps_ == 0)
+    if (step % log_every_ == 0)
       host().info(tensor_ + " = " + format_number(value) + " at step " + std::to_string(step) +
                   " (best " + format_number(best_) + ")");
     // A NaN never compares below: a diverging job is another hook's business (nan_tensor).
@@ -70,7 +70,7 @@ class MyHook : public hookhost::Hook {
   }
 
   std::string tensor_;
-  int64_t every_n_steps_;
+  int64_t log_every_;
   double stop_below_;
   double best_ = INFINITY;
 };
@@ -80,9 +80,9 @@ class MyHook : public hookhost::Hook {
 // The parameters, read by `hookhost plugins describe` without loading the plugin:
 // P(name, type, flag, default, help) with type BOOL, INT, FLOAT, STRING or STRING_LIST and flag
 // DEFAULT (the default applies), REQUIRED or OPTIONAL (may be absent: params().has()).
-#define MY_HOOK_PARAMS(P)                                                            \
-  P(tensor, STRING, DEFAULT, "loss", "the scalar tensor to watch")                   \
-  P(every_n_steps, INT, DEFAULT, "10", "log the value every this many global steps") \
+#define MY_HOOK_PARAMS(P)                                                        \
+  P(tensor, STRING, DEFAULT, "loss", "the scalar tensor to watch")               \
+  P(log_every, INT, DEFAULT, "10", "log the value every this many global steps") \
   P(stop_below, FLOAT, OPTIONAL, "", "stop the job once the value falls below this")
 
 HOOKHOST_PLUGIN(MyHook, "my_hook", "0.1.0",

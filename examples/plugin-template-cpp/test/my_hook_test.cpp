@@ -17,7 +17,7 @@ double falling_loss(int64_t step) {
 
 TEST(MyHook, FetchesTheTensorAndLogsItEveryNSteps) {
   HookTest hook(MY_HOOK_PLUGIN_FILE);
-  hook.set("every_n_steps", "5").steps(10).value("loss", falling_loss);
+  hook.set("log_every", "5").steps(10).value("loss", falling_loss);
   const auto run = hook.run();
   EXPECT_EQ(run.outcome, Outcome::completed) << run.log_text();
   EXPECT_EQ(run.fetched(3), Lines{"loss"});
@@ -36,6 +36,18 @@ TEST(MyHook, StopsTheJobAfterTheFirstStepBelowStopBelow) {
   EXPECT_EQ(run.hook_stop_reason, "loss 1.42857 fell below stop_below 1.5");
 }
 
+// The same hook in a sandbox process of its own (isolation = process), as an operator may run it:
+// it behaves the same, confined to its run folder.
+TEST(MyHook, StopsTheJobTheSameWayWhenSandboxed) {
+  HookTest hook(MY_HOOK_PLUGIN_FILE);
+  hook.isolation(hookhost::Isolation::process);
+  hook.set("stop_below", "1.5").steps(100).value("loss", falling_loss);
+  const auto run = hook.run();
+  EXPECT_EQ(run.outcome, Outcome::stopped) << run.log_text();
+  EXPECT_EQ(run.global_step, 7);
+  EXPECT_EQ(run.hook_stop_reason, "loss 1.42857 fell below stop_below 1.5");
+}
+
 TEST(MyHook, KeepsItsBestValueWhenTheJobResumes) {
   HookTest first(MY_HOOK_PLUGIN_FILE);
   first.steps(4).value("loss", falling_loss);
@@ -44,14 +56,13 @@ TEST(MyHook, KeepsItsBestValueWhenTheJobResumes) {
 
   // The resumed job sees a worse loss: the best stays the one saved before.
   HookTest resumed(MY_HOOK_PLUGIN_FILE);
-  resumed.set("every_n_steps", "2").resume_from(stopped).steps(6).value("loss", 4.0);
+  resumed.set("log_every", "2").resume_from(stopped).steps(6).value("loss", 4.0);
   const auto run = resumed.run();
   EXPECT_EQ(run.log_lines("info"), (Lines{"loss = 4 at step 6 (best 2.5)"})) << run.log_text();
 }
 
-TEST(MyHook, RefusesEveryNStepsBelowOne) {
+TEST(MyHook, RefusesLogEveryBelowOne) {
   HookTest hook(MY_HOOK_PLUGIN_FILE);
-  hook.set("every_n_steps", "0");
-  EXPECT_NE(hook.configuration_error().find("'every_n_steps' must be at least 1"),
-            std::string::npos);
+  hook.set("log_every", "0");
+  EXPECT_NE(hook.configuration_error().find("'log_every' must be at least 1"), std::string::npos);
 }

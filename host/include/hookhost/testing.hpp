@@ -207,8 +207,9 @@ class HookTest {
   // harness does not apply (plugin, enabled, order, isolation_group, sha256).
   HookTest& set(const std::string& key, const std::string& value);
   HookTest& on_error(FailurePolicy policy);  // set("on_error", ...); the default is disable
-  // Isolation::process runs the hook in a hookhost-runner process, which must be next to the test
-  // program or on PATH.
+  // Isolation::process runs the hook in a hookhost-runner process: $HOOKHOST_RUNNER, the one next
+  // to the test program, the installed package's (when the test was built with find_package), or
+  // one on PATH.
   HookTest& isolation(Isolation where);
   // The level the host's logger passes (trace, debug, info, warn, error, critical, off): what the
   // hook's log calls and log_enabled() see. The default is the program's, info.
@@ -277,6 +278,17 @@ class HookTest {
   std::optional<std::string> restored_bytes_;
   bool keep_run_dir_ = false;
 };
+
+// Records where the installed package's hookhost-runner is; true.
+bool use_installed_runner(const char* program);
+
+#ifdef HOOKHOST_INSTALLED_RUNNER
+// find_package(hookhost) defines HOOKHOST_INSTALLED_RUNNER for a test program: its sandboxed
+// hooks find the installed runner without PATH or HOOKHOST_RUNNER.
+namespace detail {
+inline const bool installed_runner_known = use_installed_runner(HOOKHOST_INSTALLED_RUNNER);
+}  // namespace detail
+#endif
 
 }  // namespace hookhost::testing
 

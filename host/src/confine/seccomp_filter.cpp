@@ -57,9 +57,16 @@ std::string load_seccomp_filter(const CapabilityPolicy& policy, int landlock_abi
 #else
   const uint32_t refuse = SCMP_ACT_ERRNO(EPERM);
 #endif
-  // Calls of another architecture (the i386 ABI on x86_64) kill the process, libseccomp's default.
   std::unique_ptr<void, ReleaseFilter> ctx(seccomp_init(refuse));
   if (!ctx) return failure("seccomp_init", ENOMEM);
+  // Calls of another architecture (the i386 ABI on x86_64) kill the whole runner: libseccomp's
+  // default would kill the calling thread alone.
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
+    return failure("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  // A binary tree over the call numbers: every call a hook makes passes the filter, and an
+  // allow-list of this size is a long chain of comparisons otherwise.
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2); rc != 0)
+    return failure("seccomp_attr_set(SCMP_FLTATR_CTL_OPTIMIZE)", -rc);
   std::string error;
   auto add = [&](const char* name, int nr, uint32_t action,
                  std::initializer_list<scmp_arg_cmp> args) {

@@ -433,8 +433,8 @@ constexpr std::array kKeys = {
     ConfigKey{kRunSection, "keep_checkpoints", read_keep_checkpoints,
               "how many checkpoints to keep, newest by step; 0 keeps all (default 5)"},
     ConfigKey{kRunSection, "checkpoint_wait", read_checkpoint_wait,
-              "true: a checkpoint asked for during a write waits for it, so every one is written "
-              "(default false)"},
+              "true: a checkpoint asked for during a write waits for it, so every one is written; "
+              "false: the newest replaces one waiting, the step never waits (default true)"},
     ConfigKey{
         kRunSection, "time_every_n_steps", read_time_every_n_steps,
         "before_run and after_run are timed on one step in this many, 1 to 1000000 (default 64)"},

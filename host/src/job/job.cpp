@@ -279,6 +279,8 @@ void Job::Parts::end_record(const JobResult& result, double wall_time_s) {
   cost.reason = result.reason;
   cost.global_step = result.global_step;
   cost.steps_run = result.steps_run;
+  cost.checkpoint_waits = result.checkpoint_waits;
+  cost.checkpoint_wait_ns = result.checkpoint_wait_time.count();
   // An embedder's loop is not timed by the Job: the time since the start stands for it.
   cost.wall_time_s = wall_time_s > 0 ? wall_time_s : cost.wall_time - record_started;
   for (const HookReport& report : runtime->reports()) {

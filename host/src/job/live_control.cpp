@@ -1,5 +1,6 @@
 #include "job/live_control.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -250,8 +251,8 @@ Reply LiveControl::attach(const std::vector<std::string>& words) {
         }
         for (const HookReport& r : runtime.reports())
           if (r.instance_name == name && !r.detached && r.disabled)
-            return {false, "attached '" + name +
-                               "', but it failed at once and is disabled: " + r.failure + "\n"};
+            return {false, "attached '" + name + "', but it failed at once and is disabled: " +
+                               display_text(r.failure, 1024) + "\n"};
         {
           std::lock_guard lock(mutex_);
           changes_.insert(changes_.end(), overrides.begin(), overrides.end());
@@ -351,13 +352,11 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
       " ");
   return apply(
       [this, &previous, &next, name, overrides, run_dir, change_text](Runtime& runtime) -> Reply {
+        // The state the old instance holds after its end: what it saved last.
         std::optional<SavedHookState> state;
-        {
-          auto states = runtime.saved_hook_states();
-          if (auto it = states.find(name); it != states.end()) state = it->second;
-        }
         std::string why;
-        if (!runtime.detach_hook(name, "reconfigured by hookhost ctl: " + change_text, &why))
+        if (!runtime.detach_hook(name, "reconfigured by hookhost ctl: " + change_text, &why,
+                                 &state))
           return {false, why + "\n"};
         if (state) runtime.give_state_to(name, *state);
         try {
@@ -456,12 +455,10 @@ Reply LiveControl::status(bool quick) {
   else
     head += "newest checkpoint: none yet\n";
   // The hooks' table is read on the training thread, at the boundary.
+  // fmt, not a fixed buffer: a name of any length keeps every column and the row's end.
   auto table = [](Runtime& rt) -> Reply {
-    std::string out;
-    char row[256];
-    std::snprintf(row, sizeof row, "%-20s %-20s %-22s %9s %9s %9s %9s\n", "hook", "plugin",
-                  "callback", "calls", "p50 us", "p99 us", "max us");
-    out += row;
+    std::string out = fmt::format("{:<20} {:<20} {:<22} {:>9} {:>9} {:>9} {:>9}\n", "hook",
+                                  "plugin", "callback", "calls", "p50 us", "p99 us", "max us");
     for (const HookReport& r : rt.reports()) {
       std::string state = r.detached   ? "detached (" + r.detach_reason + ")"
                           : r.disabled ? "disabled: " + r.failure
@@ -475,18 +472,15 @@ Reply LiveControl::status(bool quick) {
         auto it = r.callbacks.find(cb);
         if (it == r.callbacks.end() || it->second.calls == 0) continue;
         const CallStats& s = it->second;
-        std::snprintf(row, sizeof row, "%-20s %-20s %-22s %9llu %9s %9s %9s\n",
-                      first ? display_text(r.instance_name).c_str() : "",
-                      first ? display_text(r.plugin_id).c_str() : "", cb,
-                      static_cast<unsigned long long>(s.calls), micros(s.quantile(0.5)).c_str(),
-                      micros(s.quantile(0.99)).c_str(), micros(s.max).c_str());
-        out += row;
+        out += fmt::format("{:<20} {:<20} {:<22} {:>9} {:>9} {:>9} {:>9}\n",
+                           first ? display_text(r.instance_name) : "",
+                           first ? display_text(r.plugin_id) : "", cb, s.calls,
+                           micros(s.quantile(0.5)), micros(s.quantile(0.99)), micros(s.max));
         first = false;
       }
       if (first) {
-        std::snprintf(row, sizeof row, "%-20s %-20s (no call yet)\n",
-                      display_text(r.instance_name).c_str(), display_text(r.plugin_id).c_str());
-        out += row;
+        out += fmt::format("{:<20} {:<20} (no call yet)\n", display_text(r.instance_name),
+                           display_text(r.plugin_id));
       }
       if (state != "running") out += std::string(21, ' ') + display_text(state, 300) + "\n";
     }

@@ -137,6 +137,12 @@ std::string cost_section(const RunRecord& record) {
           " (global step " + std::to_string(cost.global_step) + ", " +
           std::to_string(cost.steps_run) + " steps run in " +
           html_escape(duration_text(cost.wall_time_s * 1e9)) + ").</p>\n";
+  if (cost.checkpoint_waits > 0)
+    html += "<p>Checkpoints: the step waited for the previous write " +
+            std::to_string(cost.checkpoint_waits) +
+            (cost.checkpoint_waits == 1 ? " time, " : " times, ") +
+            html_escape(duration_text(static_cast<double>(cost.checkpoint_wait_ns))) +
+            " in all: the disk's time, not the hooks'.</p>\n";
   if (record.costs.size() > 1)
     html += "<p class=\"note\">The last of " + std::to_string(record.costs.size()) +
             " runs in this directory.</p>\n";

@@ -72,6 +72,8 @@ RecordedCost from_proto(double wall_time, const pb::Cost& c) {
   out.global_step = c.global_step();
   out.steps_run = c.steps_run();
   out.wall_time_s = c.wall_time_s();
+  out.checkpoint_waits = c.checkpoint_waits();
+  out.checkpoint_wait_ns = c.checkpoint_wait_ns();
   for (const auto& h : c.hooks()) {
     RecordedHookCost hook{h.hook(), h.plugin_id(), h.disabled(), h.failure(), {}};
     for (const auto& cb : h.callbacks())
@@ -151,6 +153,8 @@ void RunRecordWriter::write(const RecordedCost& cost) {
   c.set_global_step(cost.global_step);
   c.set_steps_run(cost.steps_run);
   c.set_wall_time_s(cost.wall_time_s);
+  c.set_checkpoint_waits(cost.checkpoint_waits);
+  c.set_checkpoint_wait_ns(cost.checkpoint_wait_ns);
   for (const auto& hook : cost.hooks) {
     pb::HookCost& h = *c.add_hooks();
     h.set_hook(hook.hook);

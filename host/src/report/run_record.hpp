@@ -78,6 +78,8 @@ struct RecordedCost {
   int64_t steps_run = 0;
   double wall_time_s = 0;
   std::vector<RecordedHookCost> hooks;
+  uint64_t checkpoint_waits = 0;  // checkpoints whose step waited for the previous write
+  int64_t checkpoint_wait_ns = 0;
 };
 
 // A record read back: every start (the first, then each resume), every event, the cost lines (one

@@ -43,11 +43,14 @@ void Runtime::Impl::submit_snapshot(
   // one snapshot exists besides the live state. The state cannot change meanwhile: this is the
   // training thread. Otherwise the snapshot waits behind the write (at most two besides the live
   // state, three while one replaces another).
-  if (options.checkpoint_wait) {
-    if (checkpoint_writer.busy())
-      log->debug("the checkpoint at global step {} waits for the one being written",
-                 save.checkpoint.global_step);
+  if (options.checkpoint_wait && checkpoint_writer.busy()) {
+    log->debug("the checkpoint at global step {} waits for the one being written",
+               save.checkpoint.global_step);
+    const auto started = std::chrono::steady_clock::now();
     checkpoint_writer.wait_idle();
+    ++checkpoint_waits;
+    checkpoint_wait_time += std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - started);
   }
   try {
     save.checkpoint.workload_state = session.save_state();
@@ -110,10 +113,11 @@ void Runtime::Impl::wait_for_checkpoints() {
   checkpoint_writer.wait_idle();
 }
 
-void Runtime::Impl::adopt_restored_state(HostServices& services) const {
+void Runtime::Impl::adopt_restored_state(HostServices& services) {
   auto it = restored_states.find(services.instance_name);
   if (it == restored_states.end()) return;
-  const SavedHookState& saved = it->second;
+  const SavedHookState saved = std::move(it->second);
+  restored_states.erase(it);  // one instance adopts it
   if (!saved.plugin_id.empty() && saved.plugin_id != services.plugin_id) {
     log->warn(
         "the checkpoint holds state for hook '{}' saved by plugin '{}', but '{}' now uses plugin "

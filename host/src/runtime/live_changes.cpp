@@ -13,11 +13,11 @@ void Runtime::Impl::run_changes() {
 }
 
 bool Runtime::detach_hook(const std::string& instance_name, const std::string& reason,
-                          std::string* message) {
+                          std::string* message, std::optional<SavedHookState>* final_state) {
   Impl& m = *impl_;
   if (!m.changes.running())
     throw std::logic_error("detach_hook outside a change (at_next_boundary)");
-  return m.engine.detach(instance_name, reason, message);
+  return m.engine.detach(instance_name, reason, message, final_state);
 }
 
 bool Runtime::interrupt_call(const std::string& instance_name, const std::string& why,

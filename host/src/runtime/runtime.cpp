@@ -474,6 +474,8 @@ JobResult Runtime::close() {
     m.result.checkpoint_failures = failures.count;
     m.result.checkpoint_error = std::move(failures.last_error);
     m.result.checkpoints_skipped = m.checkpoints_skipped;
+    m.result.checkpoint_waits = m.checkpoint_waits;
+    m.result.checkpoint_wait_time = m.checkpoint_wait_time;
   }
   if (m.job.failed() && m.result.outcome != Outcome::failed) {
     // Another process's end() failed under on_error = fail: every process ends alike.

@@ -128,9 +128,13 @@ struct Runtime::Impl {
   // Returns once no save is in flight. [thread-safe]
   void wait_for_checkpoints();
   uint64_t checkpoints_skipped = 0;  // replaced before they were written (training thread)
+  uint64_t checkpoint_waits = 0;     // waited for the previous write (training thread)
+  std::chrono::nanoseconds checkpoint_wait_time{0};
   std::filesystem::path checkpoint_folder() const;
   // Gives `services` the state restored for its instance, unless another plugin saved it.
-  void adopt_restored_state(HostServices& services) const;
+  // Gives `services` the restored state of its instance name, once: a later hook of the same name
+  // (detached, then attached again) starts without it.
+  void adopt_restored_state(HostServices& services);
 
   // run_events.cpp: tells options.on_event (nothing when it is empty); what it throws is logged.
   // [thread-safe] as on_event is.

@@ -11,6 +11,7 @@
 #include "runtime/call_result.hpp"
 #include "runtime/signal_guard.hpp"
 #include "runtime/watchdog.hpp"
+#include "support/display_text.hpp"
 #include "support/text.hpp"
 
 namespace hookhost {
@@ -469,7 +470,7 @@ void StepEngine::attach_added(int creation) {
 }
 
 bool StepEngine::detach(const std::string& instance_name, const std::string& reason,
-                        std::string* message) {
+                        std::string* message, std::optional<SavedHookState>* final_state) {
   Slot* found = nullptr;
   std::vector<std::string> live;
   for (const auto& sp : slots_) {
@@ -518,13 +519,20 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
       slot.cost.count_failure(Callback::end);
       log_->error("{}: {}", describe(slot, Callback::end, info.global_step), r.message);
       slot.health.note_failure("end failed: " + r.message);
-      *message += ", which failed: " + r.message;
+      // The reply goes to an operator's terminal: the plugin's text is escaped.
+      *message += ", which failed: " + display_text(r.message, 1024);
     }
   } else {
     *message = "it had no end (it had not begun, or does not implement end)";
   }
   slot.calls.set_state(HookState::ended);
   slot.hook.services().ended = true;
+  if (final_state) {  // what its end saved last, before the instance is gone
+    const HostServices& services = slot.hook.services();
+    std::lock_guard lock(services.state_mutex);
+    *final_state =
+        services.has_state ? std::optional<SavedHookState>(services.state) : std::nullopt;
+  }
   destroy_one(slot);
   slot.calls.disable();
   {

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@
 
 #include "context/job_state.hpp"
 #include "context/running_call.hpp"
+#include "hookhost/host/hook_state.hpp"
 #include "runtime/slot.hpp"
 
 namespace hookhost {
@@ -92,7 +94,9 @@ class StepEngine {
   // destroys it; its slot stays for the job's report, marked detached, and its name may be used
   // again. A call it is in has returned: changes run at the step boundary. `message`: what the
   // hook was told, or, when false (no live hook has the name), why.
-  bool detach(const std::string& instance_name, const std::string& reason, std::string* message);
+  // `final_state`, when given: the state the hook held after its end (unchanged when it had none).
+  bool detach(const std::string& instance_name, const std::string& reason, std::string* message,
+              std::optional<SavedHookState>* final_state = nullptr);
   // From another thread, for a detach a hook's call holds up: when hook `instance_name` is in a
   // call now (on the training thread, or its observer worker) and its tier can end that call at
   // once (dispatch->interrupt: a runner of its own), ends it, `why` naming the cause in the call's

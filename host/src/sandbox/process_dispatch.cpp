@@ -79,11 +79,11 @@ void refuse_embedder_services(const hh_host& host, const std::string& where) {
   for (const std::string& id : embedder_service_ids(host))
     if (!is_builtin_service(id, BuiltinServices{})) ids += (ids.empty() ? "" : ", ") + id;
   if (ids.empty()) return;
-  throw ConfigError(where +
-                    ": isolation = process cannot offer the embedding program's services (" + ids +
-                    "): they are C tables in the host's process, which a hookhost-runner cannot "
-                    "call; run this hook with isolation = none, or leave those services out of "
-                    "RuntimeOptions::services");
+  throw ConfigError(
+      where + ": isolation = process cannot offer the embedding program's services (" + ids +
+      "): they are C tables in the host's process, which a hookhost-runner cannot "
+      "call; run this hook with isolation = in_process, or leave those services out of "
+      "RuntimeOptions::services");
 }
 
 class ProcessDispatchImpl final : public ProcessDispatch, public ObservedExchange {
@@ -508,6 +508,19 @@ class ProcessDispatchImpl final : public ProcessDispatch, public ObservedExchang
 
 }  // namespace
 
+namespace {
+
+fs::path& installed_runner_program() {
+  static fs::path program;
+  return program;
+}
+
+}  // namespace
+
+void set_installed_runner_program(const fs::path& program) {
+  installed_runner_program() = program;
+}
+
 fs::path find_runner_program(const SandboxOptions& options, std::string* tried) {
   if (!options.runner_program.empty()) {
     if (is_executable(options.runner_program)) return options.runner_program;
@@ -521,6 +534,8 @@ fs::path find_runner_program(const SandboxOptions& options, std::string* tried) 
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) candidates.push_back(self.parent_path() / kRunnerName);
+  // A test program built against the installed package (its CMake configuration names the runner).
+  if (!installed_runner_program().empty()) candidates.push_back(installed_runner_program());
   // An embedding program is not installed beside the runner; the installed bin/ is on PATH.
   if (const auto on_path = find_on_path(kRunnerName)) candidates.push_back(*on_path);
   std::string places;

@@ -51,9 +51,13 @@ using sandbox::RunnerGroup;
 std::shared_ptr<RunnerGroup> make_runner_group(const std::string& name,
                                                const SandboxOptions& options);
 
-// Where hookhost-runner is found for `options` (the first candidate that is an executable file),
-// or empty with the places looked at in *tried.
+// Where hookhost-runner is found for `options` (the first candidate that is an executable file:
+// SandboxOptions::runner_program, else $HOOKHOST_RUNNER, beside this program, the installed
+// package's (set_installed_runner_program), on PATH), or empty with the places looked at in *tried.
 std::filesystem::path find_runner_program(const SandboxOptions& options, std::string* tried);
+// The runner of the installed package a test program was built against (<hookhost/testing.hpp>
+// names it when the package's CMake configuration says where it is).
+void set_installed_runner_program(const std::filesystem::path& program);
 
 // Starts a runner (or uses `group`'s), sends it the plugin's private copy (private_plugin_copy's
 // sealed memfd, made here from `plugin.file()` when `plugin` has none), checking first that the

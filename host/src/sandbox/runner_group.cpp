@@ -182,7 +182,8 @@ void RunnerGroup::spawn() {
   if (program.empty())
     throw std::runtime_error(
         "cannot start the sandbox: hookhost-runner was not found (looked " + tried +
-        "); install it next to the program, or set SandboxOptions::runner_program");
+        "); install it next to the program, set the environment variable HOOKHOST_RUNNER to its "
+        "path, or set SandboxOptions::runner_program");
   if (options_.confine && options_.confine_required && options_.policy) {
     const std::vector<std::string> missing =
         confine::not_enforced(*options_.policy, confine::detect_kernel_support());

@@ -17,6 +17,7 @@
 #include "job/step_filter_keys.hpp"
 #include "plugins/elf_note.hpp"
 #include "plugins/trust.hpp"
+#include "sandbox/process_dispatch.hpp"
 #include "storage/checkpoint.hpp"
 #include "support/display_text.hpp"
 #include "testing/call_recorder.hpp"
@@ -129,6 +130,11 @@ HookTest& HookTest::set(const std::string& key, const std::string& value) {
 
 HookTest& HookTest::on_error(FailurePolicy policy) {
   return set("on_error", policy_name(policy));
+}
+
+bool use_installed_runner(const char* program) {
+  set_installed_runner_program(program ? program : "");
+  return true;
 }
 
 HookTest& HookTest::isolation(Isolation where) {

@@ -105,7 +105,7 @@ struct JobConfig {
   std::size_t max_state_bytes = HH_DEFAULT_MAX_STATE;    // [run] max_state_mb
   std::filesystem::path checkpoint_dir = "checkpoints";  // relative: from the run directory
   uint32_t keep_checkpoints = 5;                         // newest by step; 0 keeps all
-  bool checkpoint_wait = false;                          // RuntimeOptions::checkpoint_wait
+  bool checkpoint_wait = true;                           // RuntimeOptions::checkpoint_wait
   uint32_t time_every_n_steps = 64;                      // RuntimeOptions::time_every_n_steps
   FailurePolicy on_error = FailurePolicy::disable;
   IsolationConfig isolation;  // defaults for every hook; unset fields: the built-in defaults

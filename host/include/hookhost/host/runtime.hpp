@@ -140,6 +140,10 @@ struct JobResult {
   // Requested checkpoints replaced by a newer one before they were written
   // (RuntimeOptions::checkpoint_wait = false).
   uint64_t checkpoints_skipped = 0;
+  // Checkpoints whose step waited for the previous write to end (checkpoint_wait = true), and the
+  // time the steps spent so: the disk's share of the job's wall time, apart from the hooks'.
+  uint64_t checkpoint_waits = 0;
+  std::chrono::nanoseconds checkpoint_wait_time{0};
 };
 
 struct RunOutput {
@@ -226,12 +230,13 @@ struct RuntimeOptions {
   std::filesystem::path checkpoint_dir = "checkpoints";
   std::string checkpoint_basename = "model.ckpt";
   uint32_t keep_checkpoints = 5;
-  // A checkpoint requested while the previous one is still being written: false takes its
-  // snapshot at once and lets it wait behind the write, replacing one already waiting there (the
-  // newest snapshot wins; the replaced one is skipped, counted in JobResult::checkpoints_skipped
-  // and logged once), so the step never waits for the disk. true makes the step wait for the
-  // write in flight, so every requested checkpoint reaches the disk.
-  bool checkpoint_wait = false;
+  // A checkpoint requested while the previous one is still being written: true (the default, as
+  // TensorFlow's CheckpointSaverHook and Orbax's CheckpointManager) makes the step wait for the
+  // write in flight, so every requested checkpoint reaches the disk. false takes its snapshot at
+  // once and lets it wait behind the write, replacing one already waiting there (the newest
+  // snapshot wins; the replaced one is skipped, counted in JobResult::checkpoints_skipped and
+  // logged once), so the step never waits for the disk.
+  bool checkpoint_wait = true;
   // before_run and after_run are timed on one step in this many (one clock read between hooks),
   // so per-hook accounting costs next to nothing; 1 times every call (two clock reads each, as
   // begin, after_create_session and end always are). A hook with a call_timeout is always timed.
@@ -304,8 +309,10 @@ class Runtime {
   // "detached: REASON" (a plugin built before ABI 1.6: HH_OUTCOME_STOPPED, cause host; a disabled
   // hook: HH_OUTCOME_FAILED, as at the job's end; a hook whose runner is gone: no end).
   // `message`: what the hook was told, or, when false (no live hook has that name), why.
+  // `final_state`, when given and the hook held a state after its end: that state (what a hook
+  // recreated in its place should start from).
   bool detach_hook(const std::string& instance_name, const std::string& reason,
-                   std::string* message);
+                   std::string* message, std::optional<SavedHookState>* final_state = nullptr);
   // From any thread, for a detach that a hook's call holds up: when hook `instance_name` is in a
   // call now and its isolation tier can end the call at once (a runner process of its own), kills
   // that runner, `why` naming the cause in the call's message ("to detach it"). The failed call
