@@ -12,6 +12,8 @@ source_dir=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 umask 022
+# grep reads its input to the end here (no -q): under pipefail, -q's early exit would fail the
+# pipeline with SIGPIPE whenever the program writes on after the line that matched.
 
 step() { echo "-- $*"; }
 
@@ -29,7 +31,7 @@ if grep -rlF -e "$source_dir" -e "$build_dir" "$prefix"; then
 fi
 
 step "the moved installation finds its plugins and runs a job"
-hookhost plugins list | grep -q "$prefix/lib/hookhost/plugins/stop_at_step.so"
+hookhost plugins list | grep "$prefix/lib/hookhost/plugins/stop_at_step.so" >/dev/null
 (cd "$work" && hookhost run --run-dir moved --set hook.stop.plugin=stop_at_step \
   --set hook.stop.last_step=20 --log-level warn)
 
@@ -41,12 +43,12 @@ test -f "$work/c_hook/lr_warmup.so"
 step "examples/c_hook with plain cc and pkg-config hookhost-plugin"
 cc -std=c99 -pedantic -Wall -Wextra -Werror -O2 $(pkg-config --cflags hookhost-plugin) \
   -o "$work/lr_warmup_pc.so" "$docs/examples/c_hook/lr_warmup.c" $(pkg-config --libs hookhost-plugin)
-hookhost plugins describe lr_warmup --plugin-dir "$work/c_hook" | grep -q target_lr
+hookhost plugins describe lr_warmup --plugin-dir "$work/c_hook" | grep target_lr >/dev/null
 
 step "examples/embed with find_package(hookhost COMPONENTS host) (Ninja)"
 cmake -S "$docs/examples/embed" -B "$work/embed" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/embed" >/dev/null
-"$work/embed/embed_example" 2>&1 | grep -q "stopped at global step 25"
+"$work/embed/embed_example" 2>&1 | grep "stopped at global step 25" >/dev/null
 
 step "hookhost new (C++): CMake + find_package, its GoogleTest test, a job, a check"
 (cd "$work" && hookhost new guard_cpp --lang cpp >/dev/null)
@@ -56,14 +58,14 @@ cmake --build "$work/guard_cpp/build" >/dev/null
 env PATH=/usr/bin:/bin ctest --test-dir "$work/guard_cpp/build" --no-tests=error \
   --output-on-failure >/dev/null
 (cd "$work" && hookhost run --config guard_cpp/guard_cpp.ini --log-level warn) |
-  grep -q "job stopped (hook 'guard_cpp': loss 7.79022 fell below stop_below 10)"
+  grep "job stopped (hook 'guard_cpp': loss 7.79022 fell below stop_below 10)" >/dev/null
 hookhost check "$work/guard_cpp/build/guard_cpp.so" --set stop_below=10 >/dev/null
 
 step "hookhost new (C): make + pkg-config, its test, a job, a check"
 (cd "$work" && hookhost new guard_c --lang c >/dev/null)
 make -s -C "$work/guard_c" check >/dev/null
 (cd "$work" && hookhost run --config guard_c/guard_c.ini --log-level warn) |
-  grep -q "job stopped (hook 'guard_c': loss 7.79022 fell below stop_below 10)"
+  grep "job stopped (hook 'guard_c': loss 7.79022 fell below stop_below 10)" >/dev/null
 hookhost check "$work/guard_c/guard_c.so" --set stop_below=10 >/dev/null
 
 step "hookhost check on every built-in plugin"
