@@ -68,9 +68,6 @@ bool processes_granted(const EffectiveIsolation& iso, const PluginNeeds& needs) 
   return iso.allow_processes.value_or(iso.grant_declared && needs.processes);
 }
 
-namespace {
-
-// Whether `path` is one of `roots` or beneath one of them (compared as written, `..` folded).
 bool beneath_any(const fs::path& path, const std::vector<fs::path>& roots) {
   const fs::path p = path.lexically_normal();
   return std::any_of(roots.begin(), roots.end(), [&](const fs::path& root) {
@@ -78,6 +75,8 @@ bool beneath_any(const fs::path& path, const std::vector<fs::path>& roots) {
     return !rel.empty() && *rel.begin() != "..";
   });
 }
+
+namespace {
 
 // The system's folders every confined hook reads (confine/policy.hpp), without this process's
 // own /proc folder: a plugin's declared read beneath one of them needs no grant.

@@ -26,6 +26,11 @@ std::vector<std::string> param_paths(const ResolvedParams& params, const std::st
 bool network_granted(const EffectiveIsolation& iso, const PluginNeeds& needs);
 bool processes_granted(const EffectiveIsolation& iso, const PluginNeeds& needs);
 
+// Whether `path` is one of `roots` or beneath one of them, compared as written (`.` and `..`
+// folded, no link followed): what a grant or an earlier policy covers.
+bool beneath_any(const std::filesystem::path& path,
+                 const std::vector<std::filesystem::path>& roots);
+
 // The policy of `item`, whose run folder `own_run_dir` exists. What its plugin declares is granted
 // only by the configuration (allow_*, grant = declared, a parameter's value) or when it lies
 // beneath the hook's own folder (writes) or the system's folders (reads); anything else throws

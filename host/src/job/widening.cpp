@@ -21,18 +21,9 @@ int strictness(Confinement c) {
   return 0;
 }
 
-// Whether `path` is one of `had` or below one of them.
-bool covered(const fs::path& path, const std::vector<fs::path>& had) {
-  const fs::path p = path.lexically_normal();
-  return std::any_of(had.begin(), had.end(), [&](const fs::path& h) {
-    const fs::path rel = p.lexically_relative(h.lexically_normal());
-    return !rel.empty() && *rel.begin() != "..";
-  });
-}
-
 bool adds_paths(const std::vector<fs::path>& before, const std::vector<fs::path>& after) {
   return std::any_of(after.begin(), after.end(),
-                     [&](const fs::path& p) { return !covered(p, before); });
+                     [&](const fs::path& p) { return !beneath_any(p, before); });
 }
 
 std::vector<fs::path> as_paths(const std::vector<std::string>& texts) {
