@@ -12,9 +12,12 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include "process.hpp"
@@ -76,7 +79,8 @@ class Confine : public ::testing::Test {
                              "hostile_setown",
                              "hostile_setpriority",
                              "hostile_syscall",
-                             "hostile_unconfine"})
+                             "hostile_unconfine",
+                             "hostile_datagram"})
       copy_plugin(fixture_plugin(name), plugins_);
   }
   // linreg for one epoch (4 steps): the plugin, sandboxed, then the lifecycle trace, sandboxed.
@@ -416,6 +420,47 @@ TEST_F(Confine, TheNetworkIsClosedUnlessAllowed) {
   r = run("hostile_connect_declared", port + "\nallow_network = false");
   EXPECT_THAT(r.out, HasSubstr("hostile: socket(AF_INET): failed: EPERM"));
   EXPECT_EQ(listener.take(), std::nullopt);
+}
+
+// A named datagram socket (as /dev/log listens for syslog) that tells what arrived.
+class DatagramListener {
+ public:
+  explicit DatagramListener(const fs::path& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un at{};
+    at.sun_family = AF_UNIX;
+    if (path.string().size() >= sizeof at.sun_path) throw std::runtime_error("path too long");
+    std::strcpy(at.sun_path, path.c_str());
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0)
+      throw std::runtime_error("cannot bind " + path.string());
+  }
+  ~DatagramListener() { ::close(fd_); }
+  std::optional<std::string> take() {
+    char bytes[256];
+    const ssize_t n = ::recv(fd_, bytes, sizeof bytes, 0);
+    if (n < 0) return std::nullopt;
+    return std::string(bytes, static_cast<size_t>(n));
+  }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+};
+
+TEST_F(Confine, ADatagramToANamedSocketIsRefusedUnlessTheNetworkIsAllowed) {
+  DatagramListener listener(dir_ / "log.sock");
+  const std::string path = "path = " + (dir_ / "log.sock").string();
+  ProcessResult r = run("hostile_datagram", path);
+  EXPECT_THAT(r.out, HasSubstr("hostile: socket(AF_UNIX, SOCK_DGRAM): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr(denial({"hostile_datagram", "", "", ""}) +
+                               "open a datagram socket, which could send to any named socket "
+                               "(socket, AF_UNIX, SOCK_DGRAM)"));
+  EXPECT_EQ(listener.take(), std::nullopt);
+  expect_job_intact(r);
+  r = run("hostile_datagram", path + "\nallow_network = true");
+  EXPECT_THAT(r.out, HasSubstr("hostile: sendto(named socket): ok"));
+  EXPECT_EQ(listener.take(), "hello from hostile_datagram\n");
+  expect_job_intact(r);
 }
 
 TEST_F(Confine, NoProgramStartsAndNoProcessForksUnlessAllowed) {

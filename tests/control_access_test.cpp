@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +222,53 @@ TEST_F(ControlAccess, ASetThatWidensAHookIsRefusedWithoutAllowWiden) {
   EXPECT_THAT(done.err, AllOf(HasSubstr("refused set hook.boxed.isolation=in_process: it widens "
                                         "boxed.isolation and came without --allow-widen"),
                               HasSubstr("widens boxed.isolation (--allow-widen given)")));
+}
+
+TEST_F(ControlAccess, TheClientSendsNothingToASocketAnotherUserServes) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to serve the socket as another user";
+  // A shared folder (as /tmp) where another user's socket has the job's socket's name, and this
+  // user's token for the folder is there (a job of this user ran there and was killed).
+  const fs::path shared = root_ / "shared";
+  fs::create_directories(shared);
+  // The other user passes through the test's folder to the shared one.
+  fs::permissions(root_.path(), fs::perms::others_exec, fs::perm_options::add);
+  fs::permissions(shared, fs::perms::all | fs::perms::sticky_bit);
+  UniqueFd folder(::open(shared.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(folder);
+  control::write_token(folder.get());
+  int ready[2];
+  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+  const pid_t other = ::fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    // The other user: serves the name, and exits 1 when anything arrives (else 0).
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+    const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string name = (shared / control::kSocketName).string();
+    std::memcpy(address.sun_path, name.c_str(), name.size() + 1);
+    if (listener < 0 ||
+        ::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener, 4) != 0)
+      ::_exit(4);
+    (void)!::write(ready[1], "x", 1);
+    const int connection = ::accept(listener, nullptr, nullptr);
+    char byte;
+    ::_exit(connection >= 0 && ::read(connection, &byte, 1) > 0 ? 1 : 0);
+  }
+  ::close(ready[1]);
+  char byte;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  const ProcessResult r = run_hookhost({"ctl", shared.string(), "status"}, root_.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("is served by uid 65534, not by you (uid 0): it is not your job's; "
+                               "nothing was sent to it"));
+  int status = 0;
+  ASSERT_EQ(::waitpid(other, &status, 0), other);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  control::remove_token(folder.get());
 }
 
 TEST_F(ControlAccess, AnIdleClientHoldsUpNoOther) {

@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +23,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "control/server.hpp"
+#include "control/token.hpp"
 #include "process.hpp"
+#include "support/unique_fd.hpp"
 #include "test_support.hpp"
 
 extern char** environ;
@@ -275,6 +280,41 @@ TEST_F(CtlWatchTest, IntoAFileStatusesFollowOneAnotherAndTheWatchEndsWithTheJob)
     EXPECT_EQ(count_occurrences(frame, "job: "), 1) << frame;
   }
   EXPECT_GT(step_in(frames[frames.size() - 1]), step_in(frames.front()));
+}
+
+TEST_F(CtlWatchTest, CtrlCEndsAWatchThatWaitsForAnAnswerAtOnce) {
+  // A job that takes the request and does not answer (busy with a long change): a listener with
+  // the job's token that never replies.
+  fs::create_directories(run_dir());
+  UniqueFd folder(::open(run_dir().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(folder);
+  control::write_token(folder.get());
+  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string name = control::socket_address_in(folder.get());
+  std::memcpy(address.sun_path, name.c_str(), name.size() + 1);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+
+  // Its --timeout is far beyond the test's wait: only the interrupt can end it in time.
+  TerminalProcess watch({"ctl", run_dir().string(), "status", "--watch", "--timeout", "600000"});
+  pollfd incoming{listener.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&incoming, 1, 60000), 1) << watch.output();
+  UniqueFd connection(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_TRUE(connection);
+  // The request came whole (the token's line, then "status"): the client now waits.
+  std::string request;
+  char buffer[512];
+  while (request.find("status\n") == std::string::npos) {
+    const ssize_t n = ::read(connection.get(), buffer, sizeof buffer);
+    ASSERT_GT(n, 0);
+    request.append(buffer, static_cast<std::size_t>(n));
+  }
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait(std::chrono::seconds(30)), 0) << watch.output();
+  EXPECT_THAT(watch.output(), Not(HasSubstr("did not answer")));
+  control::remove_token(folder.get());
 }
 
 TEST_F(CtlWatchTest, WithoutARunningJobTheFirstRequestFailsWithNoStatus) {

@@ -1,4 +1,5 @@
 // hookhost ctl: see and steer a running job through its run directory's control socket.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -62,11 +63,17 @@ int print_reply(const control::Reply& reply) {
 int watch(const std::string& run_dir, std::chrono::milliseconds interval,
           std::chrono::milliseconds timeout) {
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
-  std::signal(SIGINT, [](int) { g_interrupted = 1; });
+  // Without SA_RESTART: Ctrl-C ends a wait for the job's answer at once, not when it comes.
+  struct sigaction on_interrupt {};
+  on_interrupt.sa_handler = [](int) { g_interrupted = 1; };
+  ::sigemptyset(&on_interrupt.sa_mask);
+  ::sigaction(SIGINT, &on_interrupt, nullptr);
   for (bool first = true; !g_interrupted; first = false) {
     control::Reply reply;
     try {
-      reply = control::send_request(run_dir, {"status"}, timeout);
+      reply = control::send_request(run_dir, {"status"}, timeout, &g_interrupted);
+    } catch (const control::Interrupted&) {
+      return kExitOk;
     } catch (const std::exception& e) {
       if (first) {
         std::cerr << "hookhost ctl: " << e.what() << "\n";

@@ -19,6 +19,9 @@
 namespace hookhost::confine {
 namespace {
 
+// The kernel's SOCK_TYPE_MASK: a socket's type without SOCK_NONBLOCK and SOCK_CLOEXEC.
+constexpr uint64_t kSocketTypeMask = 0xf;
+
 std::string failure(const std::string& what, int error) {
   return what + ": " + std::strerror(error) +
          " (the filter was not loaded; run with confine = off to go on unconfined)";
@@ -93,10 +96,15 @@ std::string load_seccomp_filter(const CapabilityPolicy& policy, int landlock_abi
         allow({SCMP_A0(SCMP_CMP_EQ, 0, 0)});
         break;
       case AllowedWhen::af_unix:
-        if (policy.network)
+        if (policy.network) {
           allow({});
-        else
-          allow({SCMP_A0(SCMP_CMP_EQ, uint64_t{AF_UNIX}, 0)});
+        } else {
+          // Stream and packet sockets reach nothing without connect; a datagram socket's sendto
+          // reaches any named socket (/dev/log), so datagrams come only from socketpair.
+          for (uint64_t type : {uint64_t{SOCK_STREAM}, uint64_t{SOCK_SEQPACKET}})
+            allow({SCMP_A0(SCMP_CMP_EQ, uint64_t{AF_UNIX}, 0),
+                   SCMP_A1(SCMP_CMP_MASKED_EQ, kSocketTypeMask, type)});
+        }
         break;
       case AllowedWhen::with_network:
         if (policy.network) allow({});

@@ -200,6 +200,15 @@ std::string socket_domain(uint64_t domain) {
   }
 }
 
+std::string socket_type(uint64_t type) {
+  switch (type & 0xf) {
+    case SOCK_DGRAM: return "SOCK_DGRAM";
+    case SOCK_RAW: return "SOCK_RAW";
+    case SOCK_RDM: return "SOCK_RDM";
+    default: return "type " + std::to_string(type & 0xf);
+  }
+}
+
 std::string pid_text(uint64_t arg) {
   return "pid " + std::to_string(static_cast<int32_t>(static_cast<uint32_t>(arg)));
 }
@@ -468,6 +477,9 @@ ViolationText describe_violation(const ViolationRecord& record) {
                                               : pid_text(record.args[0]);
   else if (name == "ptrace")
     text.detail = pid_text(record.args[1]);
+  else if (call->when == DeniedWhen::not_af_unix && record.args[0] == AF_UNIX)
+    text = {"open a datagram socket, which could send to any named socket", call->name,
+            "AF_UNIX, " + socket_type(record.args[1])};
   else if (call->when == DeniedWhen::not_af_unix)
     text.detail = socket_domain(record.args[0]);
   else if (name == "clone" || name == "unshare")

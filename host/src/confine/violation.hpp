@@ -65,7 +65,8 @@ enum class DeniedWhen {
   always,             // never needed: the runner dies (SIGSYS) after the record
   other_pid,          // its first argument is a pid other than the runner's
   always_eperm,       // refused with EPERM, whatever the arguments
-  not_af_unix,        // a socket of a domain other than AF_UNIX, unless the network is allowed
+  not_af_unix,        // a socket other than an AF_UNIX stream or packet one, unless the network is
+                      // allowed
   without_network,    // unless the network is allowed
   without_processes,  // unless processes are allowed
   clone_process,      // clone without CLONE_THREAD, unless processes are allowed

@@ -19,7 +19,11 @@ namespace hookhost::control {
 namespace fs = std::filesystem;
 
 Reply send_request(const fs::path& run_dir, const std::vector<std::string>& words,
-                   std::chrono::milliseconds timeout) {
+                   std::chrono::milliseconds timeout,
+                   const volatile std::sig_atomic_t* interrupted) {
+  const auto check_interrupted = [&] {
+    if (interrupted && *interrupted) throw Interrupted();
+  };
   std::string request = encode_request(words);
   const fs::path socket_path = run_dir / kSocketName;
   UniqueFd folder(::open(run_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -40,7 +44,13 @@ Reply send_request(const fs::path& run_dir, const std::vector<std::string>& word
   address.sun_family = AF_UNIX;
   const std::string name = socket_address_in(folder.get());
   std::memcpy(address.sun_path, name.c_str(), name.size() + 1);
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+  int connected;
+  // A Unix socket's connect waits only while the job's queue is full; interrupted, it is retried.
+  while ((connected = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address),
+                                sizeof address)) != 0 &&
+         errno == EINTR)
+    check_interrupted();
+  if (connected != 0) {
     const int error = errno;
     if (error == ENOENT)
       throw std::runtime_error(
@@ -56,9 +66,24 @@ Reply send_request(const fs::path& run_dir, const std::vector<std::string>& word
                                ": permission denied: only the job's own user may control it");
     throw std::runtime_error(socket_path.string() + ": connect: " + std::strerror(error));
   }
+  // Whoever listens on the name gets the token: it must be this user's job, not a socket another
+  // user left in a shared folder.
+  ucred server{};
+  socklen_t size = sizeof server;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &server, &size) != 0)
+    throw std::runtime_error(socket_path.string() + ": SO_PEERCRED: " + std::strerror(errno));
+  if (server.uid != ::geteuid())
+    throw std::runtime_error(socket_path.string() + " is served by uid " +
+                             std::to_string(server.uid) + ", not by you (uid " +
+                             std::to_string(::geteuid()) +
+                             "): it is not your job's; nothing was sent to it (run your jobs in "
+                             "a folder only you can write)");
   for (std::size_t done = 0; done < request.size();) {
     const ssize_t n = ::send(fd.get(), request.data() + done, request.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR) {
+      check_interrupted();
+      continue;
+    }
     if (n <= 0) break;  // the job answered before reading it all (a refusal): read its answer
     done += static_cast<std::size_t>(n);
   }
@@ -70,14 +95,20 @@ Reply send_request(const fs::path& run_dir, const std::vector<std::string>& word
         deadline - std::chrono::steady_clock::now());
     pollfd p{fd.get(), POLLIN, 0};
     const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
-    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0 && errno == EINTR) {
+      check_interrupted();
+      continue;
+    }
     if (ready == 0)
       throw std::runtime_error("the job in " + run_dir.string() + " did not answer within " +
                                std::to_string(timeout.count()) +
                                " ms (it answers one request at a time; try again, or a longer "
                                "--timeout)");
     const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR) {
+      check_interrupted();
+      continue;
+    }
     if (n <= 0) break;
     reply.append(buffer, static_cast<std::size_t>(n));
   }
