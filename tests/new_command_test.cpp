@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <regex>
 #include <set>
 #include <vector>
 
@@ -128,6 +129,23 @@ TEST(NewCommand, TheMakefileStopsWhenPkgConfigFindsNoHookhost) {
       Process({"-C", (tmp.path() / "guard").string(), "clean"}, tmp.path(), env, "/usr/bin/make")
           .wait();
   EXPECT_EQ(cleaned.exit_code, 0) << cleaned.err;
+}
+
+// The tutorial shows what `hookhost new loss_guard` prints (docs/writing-a-plugin.md, section 2):
+// the same lines, but for the installation's prefix, which the page writes as <prefix>.
+TEST(NewCommand, PrintsWhatTheTutorialShows) {
+  const std::string page =
+      read_file(fs::path(HOOKHOST_SOURCE_DIR) / "docs" / "writing-a-plugin.md");
+  const std::string opening = "```\nCreated loss_guard:";
+  const std::size_t start = page.find(opening);
+  ASSERT_NE(start, std::string::npos) << "the tutorial shows no output of hookhost new";
+  const std::size_t end = page.find("```", start + 4);
+  std::string shown = page.substr(start + 4, end - start - 4);
+  TempDir tmp;
+  const ProcessResult r = run_hookhost({"new", "loss_guard"}, tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex prefix(" -DCMAKE_PREFIX_PATH=\\S+");
+  EXPECT_EQ(std::regex_replace(r.out, prefix, ""), std::regex_replace(shown, prefix, ""));
 }
 
 TEST(NewCommand, RefusesANameThatCannotBeAnIdentifier) {

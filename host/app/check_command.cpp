@@ -30,7 +30,9 @@ What is checked:
              stack, the process-wide calls it imports (exit, signal, sigaction, ...), whether
              'hookhost run' would trust the file where it lies
   behaviour  the hook runs sandboxed (isolation = process, through the real runtime), around a
-             synthetic workload that serves every tensor it asks for, in these scenarios:
+             synthetic workload that serves every tensor it asks for (loss as
+             1 / (1 + 0.01 * step), global_step as the step, any other as the float 0.5; --set
+             a threshold so these values cross it to run that branch), in these scenarios:
              a plain run to the end of the data; a recoverable workload error (the session is
              created again); a stop requested mid-run; another hook failing the job beside it;
              its state saved in one run and restored into a new instance in the next; 1000
@@ -49,8 +51,9 @@ at a parameter's edge only, errors the hook logs.
 
 const char* const kCheckFooter = R"help(
 Every --set parameter keeps its value in every scenario; a required parameter without one means
-no scenario can run (a warning, and exit status 2: nothing was checked in the sandbox). One line per finding says what was seen, where, and
-why it matters; the last line is "check: N violation(s), M warning(s)".
+no scenario can run (a warning, and exit status 2: nothing was checked in the sandbox). One line
+per finding says what was seen, where, and why it matters; the last line on standard output is
+"check: N violation(s), M warning(s)" (when no scenario ran, standard error says so after it).
 
 Exit status:
   0  no violation (warnings may have been reported)
