@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, makes the one Release build (program, plugins, tests,
-# benchmarks, examples; the plain-CMake default generator) and runs the whole suite on it, checks
-# the installed package as a third-party author uses it, runs each fuzzer for a short bounded
-# time, then builds and runs the suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Ends with the wall time of each phase.
+# benchmarks, examples) and runs the whole suite on it, checks the installed package as a
+# third-party author uses it, and runs the suite again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and each fuzzer for a short bounded time. The sanitized build runs
+# beside the first suite and the fuzzers beside the second, at the lowest CPU priority. Ends with
+# the wall time of each phase.
 #   scripts/test.sh                             everything
 #   HOOKHOST_SKIP_SANITIZE=1 scripts/test.sh    no sanitizer pass (for a quick local check)
 #   HOOKHOST_FUZZ_SECONDS=N scripts/test.sh     run each fuzzer N seconds (default 30)
@@ -45,6 +46,54 @@ seed_test_costs() {
   [ -f "$costs" ] || { mkdir -p "$(dirname "$costs")" && cp tests/ctest-costs.txt "$costs"; }
 }
 
+# The test command's two other builds run beside the phases before them, at the lowest CPU
+# priority: the suite and the sanitized suite spend about half their time waiting on the processes
+# they start, and a niced build takes only the cores they leave idle (the tests keep theirs).
+logs=build-logs
+mkdir -p "$logs"
+# Each background step in a process group of its own (job control), so that when the script ends
+# early (a failed test) the whole step ends with it, compilers and fuzzers included.
+set -m
+background=()
+trap 'for pid in "${background[@]}"; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
+sanitize=$([ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ] && echo 1 || echo 0)
+fuzz_seconds=${HOOKHOST_FUZZ_SECONDS:-30}
+
+# Built with clang (Debian's, which the fuzzers use too): it compiles sanitized code about twice
+# as fast as GCC 12, and its warnings are a second compiler's. Line tables only (-g1): enough for
+# the sanitizers' reports to name file:line. Ninja and lld: this folder is the test command's own,
+# and lld links a sanitized test executable in half the time of ld. A folder configured with
+# another compiler is made anew.
+build_sanitized() {
+  if [ -f build-asan/CMakeCache.txt ] &&
+    ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build-asan/CMakeCache.txt; then
+    rm -rf build-asan
+  fi
+  HOOKHOST_GENERATOR=Ninja nice -n 19 scripts/build.sh build-asan \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON \
+    -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld \
+    -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=lld \
+    -DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_EXAMPLES=ON -DHOOKHOST_BUILD_BENCH=OFF
+}
+# Waits for a background step started with its log in $2; on failure shows the log's end.
+wait_for() {
+  local pid=$1 log=$2 what=$3
+  if ! wait "$pid"; then
+    tail -80 "$log" >&2
+    echo "hookhost: $what failed (the whole log: $log)" >&2
+    exit 1
+  fi
+}
+
+if [ "$sanitize" = 1 ]; then
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (clang), beside the suite: $logs/asan-build.log =="
+  build_sanitized >"$logs/asan-build.log" 2>&1 &
+  asan_build=$!
+  background+=("$asan_build")
+fi
+
 echo "== the suite =="
 seed_test_costs build
 ctest --test-dir build --output-on-failure --no-tests=error -j "$test_jobs"
@@ -54,35 +103,27 @@ echo "== the installed package, as a third-party author uses it =="
 scripts/install-check.sh build
 phase_done "the installed package (install-check.sh)"
 
-echo "== fuzzers (clang, libFuzzer, ${HOOKHOST_FUZZ_SECONDS:-30}s each) =="
-scripts/fuzz.sh "${HOOKHOST_FUZZ_SECONDS:-30}"
-phase_done "fuzzers (build and ${HOOKHOST_FUZZ_SECONDS:-30}s each)"
-
-if [ "${HOOKHOST_SKIP_SANITIZE:-0}" != 1 ]; then
-  # Built with clang (Debian's, which the fuzzers use too): it compiles sanitized code about twice
-  # as fast as GCC 12, and its warnings are a second compiler's. Line tables only (-g1): enough
-  # for the sanitizers' reports to name file:line. Ninja and lld: this folder is the test
-  # command's own, and lld links a sanitized test executable in half the time of ld. A folder
-  # configured with another compiler is made anew.
-  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (clang) =="
-  if [ -f build-asan/CMakeCache.txt ] &&
-    ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build-asan/CMakeCache.txt; then
-    rm -rf build-asan
-  fi
-  HOOKHOST_GENERATOR=Ninja scripts/build.sh build-asan \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=Debug -DHOOKHOST_SANITIZE=ON \
-    -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-    -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld \
-    -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=lld \
-    -DHOOKHOST_BUILD_TESTS=ON -DHOOKHOST_BUILD_EXAMPLES=ON -DHOOKHOST_BUILD_BENCH=OFF
-  phase_done "build (Debug, ASan + UBSan, clang)"
+if [ "$sanitize" = 1 ]; then
+  wait_for "$asan_build" "$logs/asan-build.log" "the ASan + UBSan build"
+  tail -1 "$logs/asan-build.log"
+  phase_done "the ASan + UBSan build (clang): what remained of it"
+  echo "== fuzzers (clang, libFuzzer, ${fuzz_seconds}s each), beside the sanitized suite: $logs/fuzz.log =="
+  nice -n 19 scripts/fuzz.sh "$fuzz_seconds" >"$logs/fuzz.log" 2>&1 &
+  fuzzers=$!
+  background+=("$fuzzers")
   echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
   seed_test_costs build-asan
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$test_jobs"
   phase_done "the suite under ASan + UBSan ($(ctest --test-dir build-asan -N | sed -n 's/^Total Tests: //p') tests)"
+  wait_for "$fuzzers" "$logs/fuzz.log" "a fuzzer"
+  grep '^fuzz_' "$logs/fuzz.log"
+  phase_done "fuzzers (build and ${fuzz_seconds}s each): what remained of them"
+else
+  echo "== fuzzers (clang, libFuzzer, ${fuzz_seconds}s each) =="
+  scripts/fuzz.sh "$fuzz_seconds"
+  phase_done "fuzzers (build and ${fuzz_seconds}s each)"
 fi
 
 echo "== wall time of each phase =="
