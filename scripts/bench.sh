@@ -2,6 +2,7 @@
 # The benchmark command: installs what is missing, makes a Release build of the benchmarks, runs
 # each one, and ends with one line per goal of the performance work:
 #   goal NAME measured=X limit=Y PASS      (or MISS)
+# and writes those lines into docs/benchmark-figures.md (scripts/bench_figures.py).
 #   scripts/bench.sh                    every benchmark
 #   scripts/bench.sh dispatch_bench     some of them
 # HOOKHOST_BENCH_REPETITIONS=N runs each benchmark N times and keeps the median (default 3).
@@ -49,5 +50,11 @@ done
 
 echo
 echo "== goals =="
-for bench in "${selected[@]}"; do grep '^goal ' "$results/$bench.txt" || true; done
-grep -q '^goal ' "$results"/*.txt || { echo "no goal lines were printed" >&2; exit 1; }
+for bench in "${selected[@]}"; do grep '^goal ' "$results/$bench.txt" || true; done |
+  tee "$results/goals.txt"
+grep -q '^goal ' "$results/goals.txt" || { echo "no goal lines were printed" >&2; exit 1; }
+# docs/benchmark-figures.md is the one page that states the goals' figures: this run's replace
+# theirs there, each row saying which build, date and commit it came from.
+/usr/bin/python3 scripts/bench_figures.py \
+  --run "Release, $(date -u +%Y-%m-%d), $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  <"$results/goals.txt"

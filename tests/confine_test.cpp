@@ -261,6 +261,37 @@ TEST_F(Confine, AFileOutsideTheRunFolderCannotBeWrittenUnlessAllowed) {
   expect_job_intact(r);
 }
 
+// `run --check` writes nothing: the folders a confined hook's write grants need (a declared file's,
+// a missing allow_write file's) are made for the check's runners and gone after it; the job
+// itself makes them.
+TEST_F(Confine, ACheckLeavesNoFolderItMadeForAWriteGrant) {
+  const fs::path declared = dir_ / "made" / "sub" / "declared.txt";
+  const fs::path allowed = dir_ / "allowed" / "deeper" / "granted.txt";
+  const std::string params = "path = " + declared.string() + "\nallow_write = " + allowed.string();
+  ProcessResult r = run("hostile_write_declared", params, {"--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "made")) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "allowed")) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "run")) << r.out;
+  // The same configuration run: both folders are made, the declared file written.
+  r = run("hostile_write_declared", params);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(fs::is_directory(allowed.parent_path())) << r.out;
+  EXPECT_EQ(read_file(declared), "written by hostile_write\n");
+}
+
+// An allow_write file that does not exist yet grants its whole folder (made for it), as
+// configuration.md says: a file next to it may be written too.
+TEST_F(Confine, AMissingAllowWriteFileGrantsItsWholeFolder) {
+  const fs::path folder = dir_ / "outputs";
+  ProcessResult r = run("hostile_write", "path = " + (folder / "sibling.txt").string() +
+                                             "\nallow_write = " + (folder / "named.txt").string());
+  EXPECT_THAT(r.out, HasSubstr("sibling.txt: ok"));
+  EXPECT_EQ(read_file(folder / "sibling.txt"), "written by hostile_write\n");
+  EXPECT_FALSE(fs::exists(folder / "named.txt"));
+  expect_job_intact(r);
+}
+
 // The operator grants, never the plugin: a declared write everywhere, or a parameter's default that
 // leaves the run folder, refuses the hook (exit 2, before any hook runs) naming the declaration
 // and the key that grants it; the operator's grant = declared or allow_write grants it.

@@ -331,6 +331,14 @@ TEST_F(CtlWatchTest, WithoutARunningJobTheFirstRequestFailsWithNoStatus) {
                                    HasSubstr("name the run directory of a running job")));
 }
 
+// `hookhost ctl --help` tells the outcome a detached hook's end gets, as operations.md does.
+TEST_F(CtlWatchTest, HelpSaysADetachedHooksEndHasOutcomeDetached) {
+  const ProcessResult help = run_hookhost({"ctl", "--help"}, client_dir());
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_THAT(help.out, HasSubstr("end: outcome detached, reason \"detached: by hookhost"));
+  EXPECT_THAT(help.out, HasSubstr("before ABI 1.6 gets outcome stopped"));
+}
+
 TEST_F(CtlWatchTest, AnIntervalOutOfRangeOrWatchWithAnotherRequestIsAUsageError) {
   fs::create_directories(run_dir());
   const ProcessResult too_often = run_hookhost(

@@ -517,6 +517,51 @@ TEST_F(ObserverRuntime, ReportsCountTheStepsASkippingObserverMissed) {
   EXPECT_EQ(reports[0].observer_unfetched_steps, 0u);
 }
 
+// How often `needle` occurs in `text`.
+long count_of(const std::string& text, const std::string& needle) {
+  long n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A name an observer asks for late (here from its 11th before_run) was not fetched at the steps
+// already queued when it asked: their after_run is not called, the first is logged once, and they
+// are counted: at least the step whose before_run asked, at most queue + 1 (observers.md,
+// limits.md), every other step delivered.
+TEST_F(ObserverRuntime, ANameAskedLateMissesAtMostQueuePlusOneStepsEachCounted) {
+  workload_.script().values["late"] = [](int64_t step) { return Value(step); };
+  auto rt = make_runtime();
+  constexpr int kQueue = 4;
+  HookSettings settings{"obs", 0, FailurePolicy::disable};
+  settings.observer = {true, kQueue, ObserverSettings::WhenFull::block};
+  // A slow worker, so that steps wait in the queue when the name is first asked.
+  rt->add_hook(scripted_, settings,
+               params({{"fetch", "loss"},
+                       {"fetch_late", "late"},
+                       {"fetch_late_from", "10"},
+                       {"after_run_sleep_ms", "5"}}));
+  ASSERT_TRUE(rt->start());
+  int steps = 0;
+  while (!rt->should_stop() && rt->run().ran) ++steps;
+  rt->close();
+  ASSERT_EQ(steps, 40);
+  const auto reports = rt->reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const uint64_t missed = reports[0].observer_unfetched_steps;
+  EXPECT_GE(missed, 1u);
+  EXPECT_LE(missed, static_cast<uint64_t>(kQueue + 1));
+  EXPECT_EQ(reports[0].observer_skipped_steps, 0u);  // block: none dropped
+  EXPECT_EQ(reports[0].callbacks.at("after_run").calls + missed, 40u);
+  // The missed steps are the ones from the asking step on, and every later step got its value.
+  const std::vector<std::string> after = traced("obs after_run");
+  ASSERT_EQ(after.size(), 40u - missed);
+  EXPECT_THAT(after.at(10), HasSubstr("gs=" + std::to_string(10 + missed) + " "));
+  for (std::size_t i = 10; i < after.size(); ++i) EXPECT_THAT(after[i], HasSubstr("late:"));
+  const std::string log = log_.str();
+  EXPECT_EQ(count_of(log, "which it had not asked for before"), 1) << log;
+  EXPECT_THAT(log, HasSubstr("asked for 'late' in its before_run of global step 10"));
+}
+
 // A name of `length` bytes that starts with `tag`.
 std::string name_of_length(const std::string& tag, std::size_t length) {
   return tag + std::string(length - tag.size(), 'n');

@@ -192,6 +192,35 @@ TEST(EventSeries, ReadsScalarsOfEveryFolderFromRealEventFilesAndStopsAtATornTail
   EXPECT_THAT(scan.problems[0], AllOf(HasSubstr(sub_file.string()), HasSubstr("torn")));
 }
 
+// The report reads with the host's rights: a link a hook planted in its folder, to a file or to a
+// folder, is not followed, so the events it names stay out of the report.
+TEST(EventSeries, ALinkedEventFileOrFolderIsNotRead) {
+  TempDir dir;
+  TempDir elsewhere;  // another run's events, say, which the hook may not read
+  fs::path theirs;
+  {
+    EventFileWriter own(dir / "hooks" / "h");
+    own.add_scalar(1, "loss", 0.5f);
+    own.flush();
+    EventFileWriter other(elsewhere.path());
+    other.add_scalar(1, "secret", 42.0f);
+    other.flush();
+    theirs = other.file();
+  }
+  fs::create_symlink(theirs, dir / "hooks" / "h" / "events.out.tfevents.1.linked");
+  fs::create_directory_symlink(elsewhere.path(), dir / "hooks" / "h" / "linked_folder");
+  const EventScan scan = read_scalar_series(dir.path());
+  EXPECT_EQ(scan.files, 1u);
+  ASSERT_EQ(scan.series.size(), 1u);
+  EXPECT_EQ(scan.series[0].tag, "loss");
+  EXPECT_TRUE(scan.problems.empty());
+  // A file named as one, opened directly, is not read through a link either.
+  EventScan direct;
+  read_event_file(dir / "hooks" / "h" / "events.out.tfevents.1.linked", "h", direct);
+  EXPECT_TRUE(direct.series.empty());
+  EXPECT_EQ(direct.problems.size(), 1u);
+}
+
 // A record header declaring `length` bytes, with the length's checksum right, so only the length
 // itself is wrong.
 std::string header_declaring(uint64_t length) {

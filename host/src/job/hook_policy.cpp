@@ -90,7 +90,8 @@ std::vector<fs::path> system_folders() {
 }  // namespace
 
 confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& item,
-                                      const fs::path& own_run_dir) {
+                                      const fs::path& own_run_dir,
+                                      std::vector<fs::path>* made_folders) {
   const PluginNeeds& needs = item.plugin->metadata().needs;
   const EffectiveIsolation& iso = item.isolation;
   const std::string hook = describe_hook(item.hook->name, display_text(item.plugin->metadata().id));
@@ -159,6 +160,13 @@ confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& i
       return;
     }
     const fs::path folder = path.parent_path();
+    if (made_folders) {
+      fs::path top;  // the highest folder of `folder` that does not exist yet
+      for (fs::path f = folder; !f.empty() && f != f.root_path() && !fs::exists(f, ec);
+           f = f.parent_path())
+        top = f;
+      if (!top.empty()) made_folders->push_back(top);
+    }
     fs::create_directories(folder, ec);
     if (ec)
       throw ConfigError(cfg.where(*item.hook, key) + hook + " may write " +

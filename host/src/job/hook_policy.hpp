@@ -39,8 +39,11 @@ bool beneath_any(const std::filesystem::path& path,
 // is made, as a hook would make it). Paths are named without the operator's symbolic links (the
 // runner follows none); below `own_run_dir` they are kept as written. Throws ConfigError naming
 // the hook, the key or the plugin's declaration, and the path, when a read path does not exist.
+// With `made_folders`, the topmost folder each such creation made is added to it (`run --check`
+// removes them at its end).
 confine::CapabilityPolicy hook_policy(const JobConfig& cfg, const PlannedHook& item,
-                                      const std::filesystem::path& own_run_dir);
+                                      const std::filesystem::path& own_run_dir,
+                                      std::vector<std::filesystem::path>* made_folders = nullptr);
 
 // Throws ConfigError when `policy` grants the control tokens' folder (control/token.hpp) or a
 // folder above it: the hook could read the job's token and steer it through hookhost ctl.

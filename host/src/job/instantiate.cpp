@@ -65,7 +65,8 @@ void check_group_members(const JobPlan& plan) {
 
 // One policy per confined hook; the members of an isolation group share one process, and so its
 // capabilities: the union of theirs. Limits are the process's, so members must agree on them.
-Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path& run_dir) {
+Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path& run_dir,
+                               std::vector<std::filesystem::path>* made_folders) {
   check_group_members(plan);
   Confinements c;
   std::map<std::string, const PlannedHook*> first_member;
@@ -81,7 +82,7 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
                         "''s run folder " + display_text(own.string()) + ": " + ec.message());
     // Its name without links: the runner follows none on its policy's paths.
     if (std::filesystem::path real = std::filesystem::canonical(own, ec); !ec) own = real;
-    confine::CapabilityPolicy policy = hook_policy(*plan.config, item, own);
+    confine::CapabilityPolicy policy = hook_policy(*plan.config, item, own, made_folders);
     refuse_token_folder_grant(*plan.config, item, policy);
     c.run_dir_of_hook[&item] = own;
     const std::string& group = item.isolation.group;
@@ -225,8 +226,9 @@ void add_hook(const PlannedHook& item, const HookSettings& settings,
 }  // namespace
 
 std::vector<std::string> instantiate(const JobPlan& plan, const HookCommunicators& communicators,
-                                     const std::filesystem::path& run_dir, Runtime& runtime) {
-  const Confinements confinements = plan_confinements(plan, run_dir);
+                                     const std::filesystem::path& run_dir, Runtime& runtime,
+                                     std::vector<std::filesystem::path>* made_folders) {
+  const Confinements confinements = plan_confinements(plan, run_dir, made_folders);
   std::vector<std::string> granted;
   for (const auto& [item, policy] : confinements.of_hook)
     granted.push_back(describe_hook(item->hook->name, display_text(item->plugin->metadata().id)) +

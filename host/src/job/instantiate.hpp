@@ -26,8 +26,10 @@ HookCommunicators split_hook_communicators(const JobPlan& plan, Communicator* co
 // Throws ConfigError naming the configuration line a plugin's refusal points at (or only the
 // hook's section when the plugin is at fault), a policy path that does not exist, a declared need
 // the configuration does not grant, and an isolation group whose members are confined differently
-// or granted different things. Returns one line per confined hook: what it is granted.
+// or granted different things. Returns one line per confined hook: what it is granted. With
+// `made_folders`, the folders made outside `run_dir` for write grants are added to it.
 std::vector<std::string> instantiate(const JobPlan& plan, const HookCommunicators& communicators,
-                                     const std::filesystem::path& run_dir, Runtime& runtime);
+                                     const std::filesystem::path& run_dir, Runtime& runtime,
+                                     std::vector<std::filesystem::path>* made_folders = nullptr);
 
 }  // namespace hookhost

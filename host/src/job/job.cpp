@@ -189,7 +189,8 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   p.runtime->restore_hook_states(start.hook_states);
   std::vector<std::string> granted;
   try {
-    granted = instantiate(plan, hook_communicators, p.run_dir.path(), *p.runtime);
+    granted = instantiate(plan, hook_communicators, p.run_dir.path(), *p.runtime,
+                          p.run_dir.folders_made_by_check());
     hooks_created.passed();
   } catch (const ConfigError&) {
     p.put_back_previous_run();

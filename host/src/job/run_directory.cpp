@@ -18,6 +18,8 @@ RunDirectory::~RunDirectory() {
   lock_.reset();
   std::error_code ec;
   if (!scratch_.empty()) fs::remove_all(scratch_, ec);
+  // Newest first: a folder made inside another one made earlier goes before it.
+  for (auto f = made_by_check_.rbegin(); f != made_by_check_.rend(); ++f) fs::remove_all(*f, ec);
 }
 
 void RunDirectory::create(const std::string& config_name) {

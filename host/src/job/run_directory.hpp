@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "hookhost/host/config.hpp"
 #include "job/run_dir_lock.hpp"
@@ -43,6 +44,12 @@ class RunDirectory {
   void put_back_previous_run(spdlog::logger& log);
 
   const std::filesystem::path& path() const { return path_; }
+  // With `check_only`: where the check records the folders it had to make outside its temporary
+  // folder (a confined hook's write grants), removed with it at the end, since a check writes
+  // nothing. Null for a job that runs.
+  std::vector<std::filesystem::path>* folders_made_by_check() {
+    return scratch_.empty() ? nullptr : &made_by_check_;
+  }
   // The checkpoint folder is the job's, never one plugin's: hooks only ask for checkpoints.
   const std::filesystem::path& checkpoint_dir() const { return checkpoint_dir_; }
 
@@ -51,7 +58,8 @@ class RunDirectory {
 
   std::filesystem::path path_;
   std::filesystem::path checkpoint_dir_;
-  std::filesystem::path scratch_;     // check_only: removed with everything in it at the end
+  std::filesystem::path scratch_;  // check_only: removed with everything in it at the end
+  std::vector<std::filesystem::path> made_by_check_;  // check_only: removed at the end too
   std::unique_ptr<RunDirLock> lock_;  // held from before the first file is touched to the end
   // Set when --fresh moved anything aside (an empty path: only the checkpoint folder).
   std::optional<std::filesystem::path> moved_aside_;

@@ -30,10 +30,16 @@ using SeriesIndex = std::map<std::pair<std::string, std::string>, std::size_t>;
 
 void read_into(const fs::path& file, const std::string& folder, EventScan& scan,
                SeriesIndex& index) {
-  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  // Never through a link: a hook could plant one in its folder to make the report, which reads
+  // with the host's rights, read a file its policy denies it.
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0) {
     scan.problems.push_back(file.string() + ": cannot be opened: " + std::strerror(errno));
+    return;
+  }
+  if (!S_ISREG(st.st_mode)) {  // swapped for something else since it was listed
+    scan.problems.push_back(file.string() + ": is not a regular file");
     return;
   }
   ++scan.files;
@@ -92,7 +98,9 @@ EventScan read_scalar_series(const fs::path& run_dir) {
   std::vector<fs::path> files;
   for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
     if (ec) break;
-    if (it->is_regular_file(ec) &&
+    // The entry itself, not what a link names: links are neither followed nor read (folders'
+    // links are not entered either).
+    if (it->symlink_status(ec).type() == fs::file_type::regular &&
         it->path().filename().string().starts_with("events.out.tfevents."))
       files.push_back(it->path());
   }

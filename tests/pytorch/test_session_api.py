@@ -1,0 +1,136 @@
+"""Promises of docs/pytorch.md about MonitoredSession's arguments and methods that the other files
+do not check: save_checkpoint_steps, fresh, run after should_stop, request_checkpoint,
+last_checkpoint and result's keys, a state_dict() value of a type it cannot save, and a Python
+hook's original_args (departures-from-tensorflow.md)."""
+import gc
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import hookhost
+from conftest import write_ini
+
+
+def config(tmp_path, extra=""):
+    return write_ini(tmp_path, "[run]\nrun_dir = %s\n%s" % (tmp_path / "run", extra))
+
+
+def step(feeds):
+    return {"loss": torch.tensor(1.0)}
+
+
+def checkpoints(run_dir):
+    folder = os.path.join(str(run_dir), "checkpoints")
+    if not os.path.isdir(folder):
+        return []
+    return sorted(int(name[len("model.ckpt-"):]) for name in os.listdir(folder)
+                  if name.startswith("model.ckpt-") and name[len("model.ckpt-"):].isdigit())
+
+
+def test_save_checkpoint_steps_adds_a_checkpoint_saver_with_those_steps(tmp_path):
+    ini = config(tmp_path)
+    with hookhost.MonitoredSession(ini, save_checkpoint_steps=3) as session:
+        for _ in range(7):
+            session.run(step)
+    session.close()
+    assert "checkpoint_saver" in str(session.reports())
+    # At the session's creation, every 3 steps, and at the end, as TensorFlow's saver writes.
+    assert checkpoints(tmp_path / "run") == [0, 3, 6, 7]
+
+
+def test_fresh_moves_the_run_directory_aside_and_starts_again(tmp_path):
+    ini = config(tmp_path)
+    with hookhost.MonitoredSession(ini, save_checkpoint_steps=1) as session:
+        for _ in range(3):
+            session.run(step)
+    del session  # the run directory is locked while the session object lives
+    gc.collect()
+    with hookhost.MonitoredSession(ini) as resumed:
+        assert resumed.global_step == 3  # resumed, not fresh
+    del resumed
+    gc.collect()
+    with hookhost.MonitoredSession(ini, fresh=True) as again:
+        assert again.global_step == 0
+        again.run(step)
+    assert again.result["global_step"] == 1
+    moved = [name for name in os.listdir(tmp_path) if name.startswith("run") and name != "run"]
+    assert moved, os.listdir(tmp_path)
+
+
+def test_run_after_should_stop_raises_runtime_error(tmp_path):
+    ini = config(tmp_path)
+    with hookhost.MonitoredSession(ini) as session:
+        session.run(step)
+        assert not session.should_stop()
+        session.request_stop("enough")
+        assert session.should_stop()
+        with pytest.raises(RuntimeError, match="should_stop"):
+            session.run(step)
+    session.close()
+    assert session.result["outcome"] == "stopped"
+    assert session.result["steps_run"] == 1
+
+
+def test_request_checkpoint_is_taken_at_the_next_boundary_and_result_has_every_key(tmp_path):
+    ini = config(tmp_path)
+    with hookhost.MonitoredSession(ini) as session:
+        session.run(step)
+        session.run(step)
+        assert session.last_checkpoint() is None  # none was asked for
+        session.request_checkpoint("asked by the test")
+        session.run(step)
+        session.run(step)
+    session.close()
+    # Taken at the end of the step after the request (global step 3), not at the job's end (4).
+    assert checkpoints(tmp_path / "run") == [3]
+    assert session.last_checkpoint().endswith("model.ckpt-3")
+    assert set(session.result) == {"outcome", "reason", "global_step", "steps_run",
+                                   "checkpoint_failures", "checkpoint_error"}
+    assert session.result["outcome"] == "completed"
+    assert session.result["steps_run"] == 4
+    assert session.result["checkpoint_failures"] == 0
+
+
+class Odd:
+    """A state object whose state_dict() holds a NumPy scalar, which the checkpoint cannot hold."""
+
+    def state_dict(self):
+        return {"ok": 1, "scale": np.float32(0.5)}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def test_a_state_value_of_another_type_is_refused_at_the_checkpoint_naming_where(tmp_path):
+    ini = config(tmp_path)
+    with hookhost.MonitoredSession(ini, state={"odd": Odd()}) as session:
+        session.run(step)
+        session.request_checkpoint("asked by the test")
+        session.run(step)
+    session.close()
+    assert session.result["checkpoint_failures"] >= 1
+    error = session.result["checkpoint_error"]
+    assert "['scale']" in error and "float32" in error, error
+
+
+class ArgsHook(hookhost.SessionRunHook):
+    def __init__(self):
+        self.seen = []
+
+    def before_run(self, run_context):
+        self.seen.append(run_context.original_args)
+
+
+def test_a_python_hooks_original_args_carries_no_fetches_or_feeds(tmp_path):
+    ini = config(tmp_path)
+    hook = ArgsHook()
+    with hookhost.MonitoredSession(ini, hooks={"args": hook}) as session:
+        session.run(step)
+        session.run(step)
+    session.close()
+    assert len(hook.seen) == 2
+    for args in hook.seen:
+        assert isinstance(args, hookhost.SessionRunArgs)
+        assert args.fetches is None and args.feed_dict is None
