@@ -7,6 +7,7 @@
 
 #include "hookhost/host/discovery.hpp"
 #include "plugin_harness.hpp"
+#include "plugins/trust.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -22,8 +23,10 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
   TempDir dir;
   const fs::path first = dir / "first.txt", second = dir / "second.txt";
   std::map<std::string, SavedHookState> saved;
+  std::string build;  // the SHA-256 of the plugin file: the build its state is tagged with
   {
     PluginHarness h({}, {id});
+    build = sha256_of_file(h.plugin_dir() / (id + ".so"));
     h.workload.script().end_of_data_step = 3;
     h.workload.script().values["loss"] = loss_of_ten_over_step;  // the trace's loss=10, loss=5
     h.add("old", id, {{"trace", first.string()}});
@@ -37,7 +40,7 @@ TEST_P(FrozenAbi, RunsTheFullLifecycleAndResumesItsState) {
                   "before_run",  // the step that found the end of the data
                   "end outcome=completed", "destroy"));
   ASSERT_EQ(saved.count("old"), 1u);
-  EXPECT_EQ(saved.at("old"), (SavedHookState{id, 1, "2"}));
+  EXPECT_EQ(saved.at("old"), (SavedHookState{id, 1, "2", build}));
 
   PluginHarness h({}, {id});
   h.workload.script().end_of_data_step = 1;

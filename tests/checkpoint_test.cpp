@@ -77,13 +77,14 @@ struct Section {
   uint8_t kind;
   std::string name;
   std::string data;
-  std::string plugin_id = "p";  // kind 3 only
-  uint32_t state_version = 1;   // kind 3 only
+  std::string plugin_id = "p";  // kinds 3 and 4
+  uint32_t state_version = 1;   // kinds 3 and 4
+  std::string plugin_build{};   // kind 4 only
 };
 
 // A checkpoint built by hand from the documented layout; `version` lets a test make other formats.
 std::string encode_by_hand(int64_t step, const std::vector<Section>& sections,
-                           uint32_t version = 2) {
+                           uint32_t version = 3) {
   std::string out("HHCKPT\r\n", 8);
   put_le(out, version, 4);
   put_le(out, static_cast<uint64_t>(step), 8);
@@ -92,10 +93,14 @@ std::string encode_by_hand(int64_t step, const std::vector<Section>& sections,
     put_le(out, s.kind, 1);
     put_le(out, s.name.size(), 4);
     out += s.name;
-    if (s.kind == 3) {
+    if (s.kind == 3 || s.kind == 4) {
       put_le(out, s.plugin_id.size(), 4);
       out += s.plugin_id;
       put_le(out, s.state_version, 4);
+    }
+    if (s.kind == 4) {
+      put_le(out, s.plugin_build.size(), 4);
+      out += s.plugin_build;
     }
     put_le(out, s.data.size(), 8);
     out += s.data;
@@ -104,11 +109,14 @@ std::string encode_by_hand(int64_t step, const std::vector<Section>& sections,
   return out;
 }
 
+// A plugin build: the SHA-256 of a plugin file's bytes (this one is the SHA-256 of "test").
+const std::string kBuildA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
 Checkpoint sample(int64_t step) {
   Checkpoint c;
   c.global_step = step;
   c.workload_state = "workload@" + std::to_string(step);
-  c.hook_states = {{"saver", {"checkpoint_saver", 1, "last=" + std::to_string(step)}},
+  c.hook_states = {{"saver", {"checkpoint_saver", 1, "last=" + std::to_string(step), kBuildA}},
                    {"stopper", {"stop_at_step", 2, "last_step=100\n"}}};
   return c;
 }
@@ -141,7 +149,7 @@ TEST(Checkpoint, RoundTripKeepsStepWorkloadStateAndEveryHookState) {
   written.global_step = 1234567890123;
   written.workload_state = std::string("binary\0state\n\xff", 14);
   written.hook_states = {{"a", {"pa", 1, ""}},
-                         {"b", {"pb", 7, "after_runs=3\n"}},
+                         {"b", {"pb", 7, "after_runs=3\n", kBuildA}},
                          {"c", {"", 1, std::string(70000, 'x')}}};
   const fs::path file = write_checkpoint(dir.path(), "model.ckpt", written, 0);
   EXPECT_EQ(file, dir / "model.ckpt-1234567890123");
@@ -156,22 +164,23 @@ TEST(Checkpoint, FileBytesMatchTheDocumentedLayout) {
   const fs::path file = write_checkpoint(dir.path(), "model.ckpt", sample(7), 0);
   const std::string expected =
       encode_by_hand(7, {{1, "", "workload@7"},
-                         {3, "saver", "last=7", "checkpoint_saver", 1},
-                         {3, "stopper", "last_step=100\n", "stop_at_step", 2}});
+                         {4, "saver", "last=7", "checkpoint_saver", 1, kBuildA},
+                         {4, "stopper", "last_step=100\n", "stop_at_step", 2}});
   EXPECT_EQ(read_file(file), expected);
-  // 8 magic + 4 version + 8 step + 4 count + 3 sections + 4 CRC; a hook section adds 4 + id + 4.
-  EXPECT_EQ(expected.size(),
-            8u + 4 + 8 + 4 + (13 + 10) + (13 + 5 + 6 + 8 + 16) + (13 + 7 + 14 + 8 + 12) + 4);
+  // 8 magic + 4 version + 8 step + 4 count + 3 sections + 4 CRC; a hook section adds
+  // 4 + id + 4 + 4 + build.
+  EXPECT_EQ(expected.size(), 8u + 4 + 8 + 4 + (13 + 10) + (13 + 5 + 6 + 8 + 16 + 4 + 64) +
+                                 (13 + 7 + 14 + 8 + 12 + 4) + 4);
 }
 
 TEST(Checkpoint, DocumentedExampleIsByteExact) {
   // The example in docs/checkpoint-format.md.
-  const std::string expected_crc_hex = "b9a26460";  // CRC-32C 0x6064a2b9, as the doc states
+  const std::string expected_crc_hex = "1ad12cac";  // CRC-32C 0xac2cd11a, as the doc states
   TempDir dir;
   Checkpoint c;
   c.global_step = 7;
   c.workload_state = "7";
-  c.hook_states = {{"stopper", {"stop_at_step", 1, "last_step=12\n"}}};
+  c.hook_states = {{"stopper", {"stop_at_step", 1, "last_step=12\n", kBuildA}}};
   const std::string bytes = read_file(write_checkpoint(dir.path(), "model.ckpt", c, 5));
   std::string hex;
   for (unsigned char b : bytes) {
@@ -180,22 +189,27 @@ TEST(Checkpoint, DocumentedExampleIsByteExact) {
     hex += digits[b & 15];
   }
   EXPECT_EQ(hex,
-            "4848434b50540d0a"            // magic "HHCKPT\r\n"
-            "02000000"                    // format version 2
-            "0700000000000000"            // global step 7
-            "02000000"                    // 2 sections
-            "01"                          // workload section
-            "00000000"                    //   name length 0
-            "0100000000000000"            //   data length 1
-            "37"                          //   "7"
-            "03"                          // hook state section
-            "07000000"                    //   name length 7
-            "73746f70706572"              //   "stopper"
-            "0c000000"                    //   plugin id length 12
-            "73746f705f61745f73746570"    //   "stop_at_step"
-            "01000000"                    //   state version 1
-            "0d00000000000000"            //   data length 13
-            "6c6173745f737465703d31320a"  //   "last_step=12\n"
+            "4848434b50540d0a"                  // magic "HHCKPT\r\n"
+            "03000000"                          // format version 3
+            "0700000000000000"                  // global step 7
+            "02000000"                          // 2 sections
+            "01"                                // workload section
+            "00000000"                          //   name length 0
+            "0100000000000000"                  //   data length 1
+            "37"                                //   "7"
+            "04"                                // hook state section
+            "07000000"                          //   name length 7
+            "73746f70706572"                    //   "stopper"
+            "0c000000"                          //   plugin id length 12
+            "73746f705f61745f73746570"          //   "stop_at_step"
+            "01000000"                          //   state version 1
+            "40000000"                          //   plugin build length 64
+            "39663836643038313838346337643635"  // "9f86d081884c7d65"
+            "39613266656161306335356164303135"  // "9a2feaa0c55ad015"
+            "61336266346631623262306238323263"  // "a3bf4f1b2b0b822c"
+            "64313564366331356230663030613038"  // "d15d6c15b0f00a08"
+            "0d00000000000000"                  //   data length 13
+            "6c6173745f737465703d31320a"        //   "last_step=12\n"
                 + expected_crc_hex);
 }
 
@@ -211,13 +225,22 @@ TEST(Checkpoint, ChecksumIsCrc32cOfEverythingBeforeIt) {
 
 TEST(Checkpoint, HandBuiltFileIsReadBack) {
   TempDir dir;
-  write_file(dir / "hand-3",
-             encode_by_hand(3, {{3, "z", "zz", "pz", 4}, {1, "", "w"}, {3, "a", "", "pa", 1}}));
+  write_file(
+      dir / "hand-3",
+      encode_by_hand(3, {{4, "z", "zz", "pz", 4, kBuildA}, {1, "", "w"}, {4, "a", "", "pa", 1}}));
   const Checkpoint c = read_checkpoint(dir / "hand-3");
   EXPECT_EQ(c.global_step, 3);
   EXPECT_EQ(c.workload_state, "w");
-  EXPECT_EQ(c.hook_states,
-            (std::map<std::string, SavedHookState>{{"a", {"pa", 1, ""}}, {"z", {"pz", 4, "zz"}}}));
+  EXPECT_EQ(c.hook_states, (std::map<std::string, SavedHookState>{
+                               {"a", {"pa", 1, ""}}, {"z", {"pz", 4, "zz", kBuildA}}}));
+}
+
+TEST(Checkpoint, Format2FileIsReadWithItsHookStatesOfUnknownBuild) {
+  // Checkpoints written before the plugin's build was recorded: any build may take their states.
+  TempDir dir;
+  write_file(dir / "two-3", encode_by_hand(3, {{1, "", "w"}, {3, "a", "x=1", "pa", 2}}, 2));
+  const Checkpoint c = read_checkpoint(dir / "two-3");
+  EXPECT_EQ(c.hook_states, (std::map<std::string, SavedHookState>{{"a", {"pa", 2, "x=1", ""}}}));
 }
 
 TEST(Checkpoint, Format1FileIsReadWithItsHookStatesUntagged) {
@@ -232,6 +255,12 @@ TEST(Checkpoint, SectionKindOfTheOtherFormatIsRefused) {
   TempDir dir;
   write_file(dir / "mixed-3", encode_by_hand(3, {{1, "", "w"}, {2, "a", "x=1"}}, 2));
   EXPECT_THROW(read_checkpoint(dir / "mixed-3"), std::runtime_error);
+  // Format 3's hook sections are kind 4: a kind 3 section (format 2's) in it is refused, and
+  // format 3's kind in a format 2 file.
+  write_file(dir / "mixed-4", encode_by_hand(4, {{1, "", "w"}, {3, "a", "x=1"}}, 3));
+  EXPECT_THAT(read_error(dir / "mixed-4"), HasSubstr("unknown section kind 3"));
+  write_file(dir / "mixed-5", encode_by_hand(5, {{1, "", "w"}, {4, "a", "x=1"}}, 2));
+  EXPECT_THAT(read_error(dir / "mixed-5"), HasSubstr("unknown section kind 4"));
 }
 
 TEST(Checkpoint, IndexNamesTheNewestAndListsKeptOnesOldestFirst) {
@@ -474,8 +503,9 @@ TEST(Checkpoint, SectionRunningPastTheEndIsReportedAsTruncated) {
 
 TEST(Checkpoint, UnknownFormatVersionAndSectionKindAreRejected) {
   TempDir dir;
-  write_file(dir / "m-1", encode_by_hand(1, {{1, "", "w"}}, 3));
-  EXPECT_THAT(read_error(dir / "m-1"), HasSubstr("checkpoint format 3 is not supported"));
+  write_file(dir / "m-1", encode_by_hand(1, {{1, "", "w"}}, 4));
+  EXPECT_THAT(read_error(dir / "m-1"), HasSubstr("checkpoint format 4 is not supported (this "
+                                                 "hookhost reads formats 1 to 3)"));
   write_file(dir / "m-2", encode_by_hand(2, {{1, "", "w"}, {9, "x", "y"}}));
   EXPECT_THAT(read_error(dir / "m-2"), HasSubstr("unknown section kind 9"));
   std::string trailing = encode_by_hand(3, {{1, "", "w"}});

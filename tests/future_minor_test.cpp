@@ -9,6 +9,7 @@
 
 #include "hookhost/host/discovery.hpp"
 #include "plugin_harness.hpp"
+#include "plugins/trust.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
 
@@ -54,7 +55,9 @@ TEST(FutureMinor, LoadsThroughItsOwnStridesAndRunsTheWholeLifecycle) {
     // Its state went through state_put like any other.
     const auto saved = h.runtime().saved_hook_states();
     ASSERT_EQ(saved.count("later"), 1u);
-    EXPECT_EQ(saved.at("later"), (SavedHookState{"future_minor", 1, "3"}));
+    EXPECT_EQ(saved.at("later"),
+              (SavedHookState{"future_minor", 1, "3",
+                              sha256_of_file(h.plugin_dir() / "future_minor.so")}));
     EXPECT_THAT(h.log(), Not(HasSubstr("[error]")));
   }
   const std::string host_abi = std::to_string(HH_ABI_MAJOR) + "." + std::to_string(HH_ABI_MINOR);

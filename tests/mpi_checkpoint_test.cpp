@@ -10,6 +10,8 @@
 #include <map>
 
 #include "mpi_launch.hpp"
+#include "plugins/trust.hpp"
+#include "test_support.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -194,6 +196,10 @@ TEST_P(MpiCheckpointRequestOnRank, AnObserversRequestsAreWrittenByTheChiefWithTh
     ASSERT_EQ(saved.hook_states.count("counter1@1"), 1u) << files[i];
     EXPECT_EQ(saved.hook_states.at("counter0").bytes, count) << files[i];
     EXPECT_EQ(saved.hook_states.at("counter1@1").bytes, count) << files[i];
+    // Each tagged with the build of the plugin its process loaded, rank 1's sent with its state.
+    const std::string build = sha256_of_file(fixture_plugin("scripted"));
+    EXPECT_EQ(saved.hook_states.at("counter0").plugin_build, build) << files[i];
+    EXPECT_EQ(saved.hook_states.at("counter1@1").plugin_build, build) << files[i];
   }
   for (int rank = 0; rank < 2; ++rank) {
     const auto lines = lines_of(dir_ / ("trace-" + std::to_string(rank) + ".txt"));

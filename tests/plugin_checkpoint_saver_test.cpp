@@ -6,6 +6,7 @@
 
 #include <string>
 #include <vector>
+#include "plugins/trust.hpp"
 #include "storage/checkpoint.hpp"
 
 #include "plugin_harness.hpp"
@@ -183,8 +184,10 @@ TEST(CheckpointSaver, CheckpointsHoldEveryHookStateOfTheSameStepWhateverTheOrder
   EXPECT_THAT(read_checkpoint(dir / "model.ckpt-0").hook_states, IsEmpty());
   const Checkpoint at3 = read_checkpoint(dir / "model.ckpt-3");
   EXPECT_EQ(at3.workload_state, "3");
-  EXPECT_EQ(at3.hook_states.at("before"), (SavedHookState{"scripted", 1, "after_runs=3"}));
-  EXPECT_EQ(at3.hook_states.at("after"), (SavedHookState{"scripted", 1, "after_runs=3"}));
+  // Each tagged with the build that saved it: the SHA-256 of the plugin file's bytes.
+  const std::string build = sha256_of_file(h.plugin_dir() / "scripted.so");
+  EXPECT_EQ(at3.hook_states.at("before"), (SavedHookState{"scripted", 1, "after_runs=3", build}));
+  EXPECT_EQ(at3.hook_states.at("after"), (SavedHookState{"scripted", 1, "after_runs=3", build}));
   const auto newest = restore_latest_checkpoint(dir);
   ASSERT_TRUE(newest.has_value());
   EXPECT_EQ(newest->file, dir / "model.ckpt-10");

@@ -14,6 +14,7 @@
 #include "hookhost/host/loader.hpp"
 #include "hookhost/host/params.hpp"
 #include "plugins/elf_note.hpp"
+#include "plugins/trust.hpp"
 #include "process.hpp"
 #include "testing/harness_run.hpp"
 
@@ -33,6 +34,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::StartsWith;
 using Names = std::vector<std::string>;
 
@@ -417,6 +419,30 @@ TEST(HookTestState, RawBytesCanBeRestored) {
   HookTest t(fixture("scripted"));
   t.set("trace", trace.path()).restore_state(std::string("after_runs=10")).steps(2);
   EXPECT_EQ(t.run().state_bytes(), "after_runs=12");
+}
+
+TEST(HookTestState, AStateOfAnotherBuildIsGivenOnlyWithResumeStateAnyBuild) {
+  // A state tagged with another build of the plugin (another file's SHA-256) than the one loaded.
+  const hookhost::SavedHookState other{
+      "scripted", 1, "after_runs=10",
+      hookhost::sha256_of_file(fs::path(HOOKHOST_FIXTURE_DIR) / "rebuilt" / "scripted.so")};
+  TraceFile trace;
+  HookTest t(fixture("scripted"));
+  t.set("trace", trace.path()).restore_state(other).steps(2);
+  const RunResult refused = t.run();
+  EXPECT_EQ(refused.state_bytes(), "after_runs=2");
+  EXPECT_EQ(refused.saved_state->plugin_build, hookhost::sha256_of_file(fixture("scripted")));
+  EXPECT_THAT(refused.log_text(),
+              AllOf(HasSubstr("[warn] hook 'scripted' (plugin 'scripted') starts without the "
+                              "state the checkpoint holds for it: another build of the plugin "
+                              "saved it"),
+                    HasSubstr("resume_state = any_build")));
+  t.set("resume_state", "any_build");
+  const RunResult adopted = t.run();
+  EXPECT_EQ(adopted.state_bytes(), "after_runs=12");
+  EXPECT_THAT(adopted.log_text(),
+              AllOf(Not(HasSubstr("starts without the state")),
+                    HasSubstr("resumes the state another build of the plugin saved")));
 }
 
 TEST(HookTestState, CheckpointsTheHookRequestedAreListed) {

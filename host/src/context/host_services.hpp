@@ -34,6 +34,7 @@ struct HostServices {
   std::string instance_name;
   std::string plugin_id;
   uint32_t state_version = 1;
+  std::string plugin_build;  // HookSettings::plugin_build: the state it saves is tagged with it
   std::string run_dir;
   // A confined hook's: the folders its policy lets it write (HookSettings::write_roots). Not
   // empty: a path it hands a service is resolved beneath `run_dir` or one of these.

@@ -53,6 +53,7 @@ void put_states(std::string& out, const HookStates& states) {
     put_text(out, name);
     put_text(out, state.plugin_id);
     put_u64(out, state.state_version);
+    put_text(out, state.plugin_build);
     put_text(out, state.bytes);
   }
 }
@@ -64,6 +65,7 @@ HookStates get_states(Reader& in) {
     SavedHookState state;
     state.plugin_id = in.text();
     state.state_version = static_cast<uint32_t>(in.u64());
+    state.plugin_build = in.text();
     state.bytes = in.text();
     states.emplace(std::move(name), std::move(state));
   }

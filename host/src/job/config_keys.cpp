@@ -397,6 +397,17 @@ void read_sha256(const KeyReading& r) {
   r.hook->sha256 = hex;
 }
 
+void read_resume_state(const KeyReading& r) {
+  const std::string& v = r.entry.value;
+  if (v == "same_build")
+    r.hook->resume_state = ResumeState::same_build;
+  else if (v == "any_build")
+    r.hook->resume_state = ResumeState::any_build;
+  else
+    throw ConfigError(r.at + "expected same_build or any_build; got '" + display_text(v) + "'",
+                      r.entry.key);
+}
+
 // The step filters and the observer keys: kept with the plugin's parameters, where
 // split_step_filter() and split_observer_keys() take them unless the plugin declares one.
 void read_plugin_or_host_key(const KeyReading& r) {
@@ -498,6 +509,9 @@ constexpr std::array kKeys = {
         "in a distributed job: chief, all, or ranks such as 0,2 (default: the plugin's placement)"},
     ConfigKey{kHookSection, "sha256", read_sha256,
               "the plugin file's SHA-256: the job refuses any other file (default: none)"},
+    ConfigKey{kHookSection, "resume_state", read_resume_state,
+              "same_build: a state another build of the plugin saved is not resumed (a warning "
+              "says so); any_build: it is (default same_build)"},
     ConfigKey{kHookSection, "every_n_steps", read_plugin_or_host_key,
               "call before_run and after_run only on global steps that are multiples of N "
               "(default: every step)",

@@ -166,6 +166,9 @@ HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
   settings.log_level = item.hook->log_level.value_or("");
   settings.step_filter = item.step_filter;
   settings.observer = item.observer;
+  // The build the host checked: the bytes it loads, or hands a runner (isolation = process).
+  settings.plugin_build = item.plugin->sha256();
+  settings.resume_state = item.hook->resume_state.value_or(ResumeState::same_build);
   if (auto group = communicators.find(item.hook); group != communicators.end())
     settings.group = group->second;
   if (auto own = confinements.run_dir_of_hook.find(&item);

@@ -269,6 +269,8 @@ std::vector<std::string> effective_configuration(const JobPlan& plan,
               ", confine = " + confinement_name(item.isolation.confine);
     line += ", call_timeout_ms = " + std::to_string(item.isolation.call_timeout_ms);
     if (item.step_filter.set()) line += ", " + item.step_filter.text();
+    if (item.hook->resume_state == ResumeState::any_build)  // the default, same_build, is not said
+      line += ", resume_state = " + std::string(resume_state_name(ResumeState::any_build));
     if (item.observer.enabled)
       line += ", mode = observe, queue = " + std::to_string(item.observer.queue) +
               ", policy = " + when_full_name(item.observer.when_full);

@@ -113,7 +113,16 @@ void Runtime::Impl::wait_for_checkpoints() {
   checkpoint_writer.wait_idle();
 }
 
-void Runtime::Impl::adopt_restored_state(HostServices& services) {
+namespace {
+
+// A build as the log names it: the first 12 hex digits of its SHA-256.
+std::string short_build(const std::string& build) {
+  return build.substr(0, 12);
+}
+
+}  // namespace
+
+void Runtime::Impl::adopt_restored_state(HostServices& services, const HookSettings& settings) {
   auto it = restored_states.find(services.instance_name);
   if (it == restored_states.end()) return;
   const SavedHookState saved = std::move(it->second);
@@ -125,9 +134,31 @@ void Runtime::Impl::adopt_restored_state(HostServices& services) {
         services.instance_name, saved.plugin_id, services.instance_name, services.plugin_id);
     return;
   }
+  // Another build of the same plugin (rebuilt, or rewritten under the same id and versions) may
+  // read these bytes differently: it takes them only when its configuration says so.
+  const bool other_build = !saved.plugin_build.empty() && !services.plugin_build.empty() &&
+                           saved.plugin_build != services.plugin_build;
+  if (other_build && settings.resume_state == ResumeState::same_build) {
+    log->warn(
+        "hook '{}' (plugin '{}') starts without the state the checkpoint holds for it: another "
+        "build of the plugin saved it (SHA-256 {}, this build {}); set resume_state = any_build "
+        "in [hook.{}] to resume it anyway",
+        services.instance_name, services.plugin_id, short_build(saved.plugin_build),
+        short_build(services.plugin_build), services.instance_name);
+    return;
+  }
+  if (other_build)
+    log->info(
+        "hook '{}' (plugin '{}') resumes the state another build of the plugin saved (SHA-256 {}, "
+        "this build {}): resume_state = any_build",
+        services.instance_name, services.plugin_id, short_build(saved.plugin_build),
+        short_build(services.plugin_build));
   std::lock_guard lock(services.state_mutex);
   services.state = saved;
   services.state.plugin_id = services.plugin_id;
+  // A state of unknown build is now this build's; another build's stays tagged as its own until
+  // the hook stores a state of its own.
+  if (services.state.plugin_build.empty()) services.state.plugin_build = services.plugin_build;
   services.has_state = true;
   services.state_saved_by_plugin = false;
 }

@@ -1,5 +1,5 @@
-// Failure policy names, as the config file spells them. Apart from the lifecycle so the config
-// parser (and its fuzz target) needs nothing else of the runtime.
+// Failure policy names (and resume_state's), as the config file spells them. Apart from the
+// lifecycle so the config parser (and its fuzz target) needs nothing else of the runtime.
 #include <array>
 #include <utility>
 
@@ -56,6 +56,10 @@ const char* crash_policy_name(CrashPolicy policy) {
 
 std::optional<CrashPolicy> parse_crash_policy(const std::string& text) {
   return policy_of(kCrashPolicyWords, text);
+}
+
+const char* resume_state_name(ResumeState resume_state) {
+  return resume_state == ResumeState::any_build ? "any_build" : "same_build";
 }
 
 }  // namespace hookhost

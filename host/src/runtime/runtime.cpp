@@ -107,13 +107,14 @@ std::unique_ptr<HostServices> Runtime::Impl::make_services(const HookSettings& s
   s->group = settings.group;
   s->plugin_id = plugin_id;
   s->state_version = state_version;
+  s->plugin_build = settings.plugin_build;
   s->run_dir = settings.run_dir.empty() ? options.run_dir.string() : settings.run_dir;
   s->write_roots = settings.write_roots;
   s->logger = log->clone(settings.instance_name);
   if (!settings.log_level.empty())
     s->logger->set_level(spdlog::level::from_str(settings.log_level));
   HostTable::fill(*s);
-  adopt_restored_state(*s);  // before create(), so state_get there sees it
+  adopt_restored_state(*s, settings);  // before create(), so state_get there sees it
   return s;
 }
 
@@ -225,6 +226,7 @@ void Runtime::add_hook(std::shared_ptr<const LoadedPlugin> plugin, HookSettings 
   Impl& m = *impl_;
   if (settings.step_filter.cadence_every_n_steps == 0)
     settings.step_filter.cadence_every_n_steps = declared_cadence(plugin->metadata(), params);
+  if (settings.plugin_build.empty()) settings.plugin_build = plugin->sha256();
   const std::string where =
       describe_hook(settings.instance_name, plugin->metadata().id, plugin->file().string());
   m.check_can_add(settings);
@@ -571,7 +573,7 @@ void Runtime::restore_hook_states(const std::map<std::string, SavedHookState>& s
       s.has_state = false;
       s.state = {};
     }
-    m.adopt_restored_state(s);
+    m.adopt_restored_state(s, sp->hook.settings());
   }
 }
 

@@ -131,10 +131,10 @@ struct Runtime::Impl {
   uint64_t checkpoint_waits = 0;     // waited for the previous write (training thread)
   std::chrono::nanoseconds checkpoint_wait_time{0};
   std::filesystem::path checkpoint_folder() const;
-  // Gives `services` the state restored for its instance, unless another plugin saved it.
   // Gives `services` the restored state of its instance name, once: a later hook of the same name
-  // (detached, then attached again) starts without it.
-  void adopt_restored_state(HostServices& services);
+  // (detached, then attached again) starts without it. Not when another plugin saved it, nor when
+  // another build of its plugin did and `settings.resume_state` is same_build (each logged).
+  void adopt_restored_state(HostServices& services, const HookSettings& settings);
 
   // run_events.cpp: tells options.on_event (nothing when it is empty); what it throws is logged.
   // [thread-safe] as on_event is.

@@ -64,7 +64,8 @@ hh_status HostTable::state_put(HostServices& caller, const void* data, size_t si
                   " bytes ([run] max_state_mb); the previous state is kept");
   std::string bytes(static_cast<const char*>(data), data ? size : 0);
   std::lock_guard lock(caller.state_mutex);
-  caller.state = SavedHookState{caller.plugin_id, caller.state_version, std::move(bytes)};
+  caller.state =
+      SavedHookState{caller.plugin_id, caller.state_version, std::move(bytes), caller.plugin_build};
   caller.has_state = true;
   caller.state_saved_by_plugin = true;
   return HH_OK;

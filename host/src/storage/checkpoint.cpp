@@ -20,11 +20,16 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'H', 'H', 'C', 'K', 'P', 'T', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 constexpr uint32_t kOldestReadableFormat = 1;
 constexpr uint8_t kSectionWorkload = 1;
 constexpr uint8_t kSectionHook = 2;        // format 1: bytes only, writer unknown
 constexpr uint8_t kSectionTaggedHook = 3;  // format 2: plugin id, state version, bytes
+constexpr uint8_t kSectionBuiltHook = 4;   // format 3: plugin id, state version, build, bytes
+// The kind of a hook section in each format.
+constexpr uint8_t hook_section_of(uint32_t format) {
+  return format == 1 ? kSectionHook : format == 2 ? kSectionTaggedHook : kSectionBuiltHook;
+}
 constexpr char kIndexName[] = "checkpoint";
 // A file being written is "." + its final name + kTemporaryMark + the writer's pid.
 constexpr char kTemporaryMark[] = ".tmp-";
@@ -202,10 +207,11 @@ EncodedCheckpoint encode(const Checkpoint& c) {
   text("");
   data(c.workload_state);
   for (const auto& [name, state] : c.hook_states) {
-    put<uint8_t>(out(), kSectionTaggedHook);
+    put<uint8_t>(out(), kSectionBuiltHook);
     text(name);
     text(state.plugin_id);
     put<uint32_t>(out(), state.state_version);
+    text(state.plugin_build);
     data(state.bytes);
   }
   Crc32c crc;
@@ -272,7 +278,7 @@ Checkpoint read_checkpoint(const fs::path& file) {
   const uint32_t version = r.get<uint32_t>();
   if (version < kOldestReadableFormat || version > kFormatVersion)
     throw std::runtime_error(file.string() + ": checkpoint format " + std::to_string(version) +
-                             " is not supported (this hookhost reads formats 1 and 2)");
+                             " is not supported (this hookhost reads formats 1 to 3)");
   Checkpoint c;
   c.global_step = r.get<int64_t>();
   const uint32_t sections = r.get<uint32_t>();
@@ -281,12 +287,13 @@ Checkpoint read_checkpoint(const fs::path& file) {
     std::string name = r.bytes(r.get<uint32_t>());
     if (kind == kSectionWorkload) {
       c.workload_state = r.bytes(r.get<uint64_t>());
-    } else if (kind == kSectionHook && version == 1) {
-      c.hook_states.emplace(std::move(name), SavedHookState{"", 1, r.bytes(r.get<uint64_t>())});
-    } else if (kind == kSectionTaggedHook && version >= 2) {
+    } else if (kind == hook_section_of(version)) {
       SavedHookState state;
-      state.plugin_id = r.bytes(r.get<uint32_t>());
-      state.state_version = r.get<uint32_t>();
+      if (kind != kSectionHook) {  // format 1 knows neither the plugin nor its build
+        state.plugin_id = r.bytes(r.get<uint32_t>());
+        state.state_version = r.get<uint32_t>();
+        if (kind == kSectionBuiltHook) state.plugin_build = r.bytes(r.get<uint32_t>());
+      }
       state.bytes = r.bytes(r.get<uint64_t>());
       c.hook_states.emplace(std::move(name), std::move(state));
     } else {

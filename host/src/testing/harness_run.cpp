@@ -17,7 +17,9 @@ void add_recorded_hook(Runtime& runtime, const HarnessHook& hook, int64_t start_
                        std::shared_ptr<hh_plugin_entry>& entry, CallLog& calls) {
   const LoadedPlugin& plugin = *hook.plugin;
   if (hook.isolation == Isolation::process) {
-    runtime.add_hook(plugin.metadata().id, 1, hook.settings, [&](const hh_host& host) {
+    HookSettings settings = hook.settings;
+    if (settings.plugin_build.empty()) settings.plugin_build = plugin.sha256();
+    runtime.add_hook(plugin.metadata().id, 1, settings, [&](const hh_host& host) {
       return recording_dispatch(make_process_dispatch(plugin, hook.settings.instance_name,
                                                       hook.params, host, hook.sandbox),
                                 calls, start_step);

@@ -264,6 +264,7 @@ HookTest::Prepared HookTest::prepare() const {
   p.settings.on_crash = iso.on_crash.value_or(CrashPolicy::restart);
   p.settings.max_restarts = iso.max_restarts.value_or(3);
   p.settings.log_level = p.hook.log_level.value_or("");
+  p.settings.resume_state = p.hook.resume_state.value_or(ResumeState::same_build);
   // The runtime's waits only slow a test down; what happens is the same.
   p.settings.restart_backoff = std::chrono::milliseconds(1);
   // In process the watchdog names a call over its limit; a runner enforces its own.

@@ -92,6 +92,8 @@ struct HookConfig {
   std::string sha256;  // pinned SHA-256 of the plugin file (64 lowercase hex digits), or empty
   std::optional<RankSelection> ranks;    // unset: the plugin's default (job/rank_placement.hpp)
   std::optional<std::string> log_level;  // this instance's logger; unset: [run] log_level
+  // Whether a state another build of the plugin saved is resumed; unset: same_build.
+  std::optional<ResumeState> resume_state;
   std::multimap<std::string, std::string> params;  // the plugin's own keys, as text
   ConfigSource section_source;
   std::map<std::string, ConfigSource> key_sources;

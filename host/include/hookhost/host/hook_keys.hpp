@@ -9,12 +9,12 @@
 
 namespace hookhost {
 
-inline constexpr std::array<std::string_view, 23> kHostHookKeys = {
+inline constexpr std::array<std::string_view, 24> kHostHookKeys = {
     "plugin",          "enabled",          "order",           "on_error",     "isolation",
     "call_timeout_ms", "memory_limit_mb",  "on_crash",        "max_restarts", "isolation_group",
     "ranks",           "sha256",           "log_level",       "confine",      "allow_read",
     "allow_write",     "allow_network",    "allow_processes", "grant",        "limit_cpu_secs",
-    "limit_file_mb",   "limit_open_files", "limit_processes"};
+    "limit_file_mb",   "limit_open_files", "limit_processes", "resume_state"};
 inline bool is_host_hook_key(std::string_view key) {
   for (std::string_view host_key : kHostHookKeys)
     if (key == host_key) return true;

@@ -95,6 +95,14 @@ struct ObserverSettings {
 };
 const char* when_full_name(ObserverSettings::WhenFull when_full);
 
+// Whether an instance takes a restored state that another build of its plugin saved (the state's
+// plugin_build is not the instance's): same_build, the default, starts it without that state and
+// logs a warning naming both builds; any_build gives it the state anyway ([hook.NAME]
+// resume_state). A state whose build is unknown, or an instance whose build is unknown, is given
+// as before.
+enum class ResumeState { same_build, any_build };
+const char* resume_state_name(ResumeState resume_state);
+
 struct HookSettings {
   std::string instance_name;
   int order = 0;  // lower runs first; ties keep the order hooks were added
@@ -122,6 +130,12 @@ struct HookSettings {
   StepFilter step_filter{};
   // Not with on_error = fail or on_crash = fail (add_hook throws ConfigError).
   ObserverSettings observer{};
+  // The build of the instance's plugin: the SHA-256 (hex) of the bytes the host loaded, or hands
+  // its runner (LoadedPlugin::sha256). Saved with the instance's state; a restored state saved by
+  // another build is given only under `resume_state`. Empty: add_hook with a LoadedPlugin takes
+  // the plugin's; otherwise unknown (every saved state is taken).
+  std::string plugin_build{};
+  ResumeState resume_state = ResumeState::same_build;
 };
 
 enum class Outcome { completed, stopped, failed };
@@ -379,7 +393,9 @@ class Runtime {
   std::map<std::string, std::string> hook_states() const;
   // Gives each instance its saved state: instances created later get it before their create(),
   // existing ones at once (a recovery). A state saved by another plugin than the instance's is not
-  // given (logged); one for an instance that is not configured is ignored (logged at start()).
+  // given (logged), nor one saved by another build of its plugin unless the instance's
+  // HookSettings::resume_state is any_build (logged as a warning naming both builds); one for an
+  // instance that is not configured is ignored (logged at start()).
   void restore_hook_states(const std::map<std::string, SavedHookState>& states);
   // Bytes only: taken as saved by each instance's own plugin at its current state version.
   void restore_hook_states(const std::map<std::string, std::string>& states);
