@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all=(dispatch_bench sandbox_bench observer_bench checkpoint_bench record_bench job_bench discovery_bench
-  python_bench mpi_bench pytorch_bench)
+  python_bench mpi_bench pytorch_bench pytorch_ddp_bench)
 selected=("$@")
 [ ${#selected[@]} -gt 0 ] || selected=("${all[@]}")
 repetitions=${HOOKHOST_BENCH_REPETITIONS:-3}
@@ -30,10 +30,11 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 for bench in "${selected[@]}"; do
   echo "== $bench =="
-  if [ "$bench" = pytorch_bench ]; then  # the Python package around a PyTorch loop
+  if [ "$bench" = pytorch_bench ] || [ "$bench" = pytorch_ddp_bench ]; then
+    # The Python package around a PyTorch loop; the DDP one starts its two processes itself.
     if ls build/python/hookhost/_host.*.so >/dev/null 2>&1; then
       HOOKHOST_BENCH_REPETITIONS=$repetitions PYTHONDONTWRITEBYTECODE=1 \
-        /usr/bin/python3 bench/pytorch_bench.py build 2>"$results/$bench.log" |
+        /usr/bin/python3 "bench/$bench.py" build 2>"$results/$bench.log" |
         tee "$results/$bench.txt" || { tail -n 20 "$results/$bench.log" >&2; exit 1; }
     else
       echo "$bench: the Python package was not built" | tee "$results/$bench.txt"

@@ -22,6 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "agreed_step_session.hpp"
+#include "torch_communicator.hpp"
+
 namespace py = pybind11;
 
 namespace {
@@ -400,10 +403,10 @@ class StepSession final : public hookhost::Session {
   std::function<void(const std::string&)> stop_;
 };
 
-std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
+std::shared_ptr<spdlog::logger> make_logger(const std::string& level, const std::string& tag = "") {
   auto logger = std::make_shared<spdlog::logger>(
       "hookhost", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] " + tag + "%v");
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::warn);
   return logger;
@@ -426,8 +429,8 @@ class PyJob {
   PyJob(std::optional<std::string> config, std::vector<std::string> overrides,
         std::vector<std::string> plugin_dirs, std::string builtin_plugin_dir, bool fresh,
         std::vector<std::string> outputs, py::dict parameters, std::vector<std::string> feedable,
-        py::object save, py::object restore, std::optional<int64_t> last_step,
-        py::object shown_to) {
+        py::object save, py::object restore, std::optional<int64_t> last_step, py::object shown_to,
+        py::object distributed) {
     std::optional<std::filesystem::path> file;
     if (config) file = *config;
     hookhost::JobOptions options;
@@ -435,13 +438,23 @@ class PyJob {
     for (const auto& dir : plugin_dirs) options.plugin_dirs.emplace_back(dir);
     options.builtin_plugin_dir = builtin_plugin_dir;
     options.fresh = fresh;
-    logger_ = make_logger(options.config.log_level);
+    // A job of several processes (torch.distributed): `distributed` holds the per-rank state.
+    if (!distributed.is_none()) options.communicator = hookhost_python::torch_communicator();
+    const bool several = options.communicator && options.communicator->size() > 1;
+    logger_ = make_logger(
+        options.config.log_level,
+        several ? "[rank " + std::to_string(options.communicator->rank()) + "] " : std::string());
     options.logger = logger_;
     spdlog::set_default_logger(logger_);  // the plugin loader's messages, in the same format
     session_ = std::make_unique<StepSession>(std::move(outputs), std::move(parameters),
                                              std::move(feedable), std::move(save),
                                              std::move(restore), last_step, std::move(shown_to));
     options.session = session_.get();
+    if (several) {
+      agreed_ = std::make_unique<hookhost_python::AgreedStepSession>(
+          *session_, options.communicator, std::move(distributed));
+      options.session = agreed_.get();
+    }
     {
       // Creating hooks may run Python hooks (python_hook takes the GIL itself) and wait for
       // runners: without the GIL.
@@ -481,7 +494,8 @@ class PyJob {
     session_->hide_values();
     g_releases.now();
     if (auto error = session_->take_error()) throw std::move(*error);
-    return session_->take_returned();
+    py::object returned = session_->take_returned();
+    return returned ? returned : py::none();  // None: the step was called off
   }
 
   bool should_stop() const { return job_->runtime().should_stop(); }
@@ -546,6 +560,7 @@ class PyJob {
  private:
   std::shared_ptr<spdlog::logger> logger_;
   std::unique_ptr<StepSession> session_;  // outlives the job, which runs around it
+  std::unique_ptr<hookhost_python::AgreedStepSession> agreed_;  // around session_, when several
   std::unique_ptr<hookhost::Job> job_;
 };
 
@@ -557,11 +572,11 @@ PYBIND11_MODULE(_host, m) {
   py::class_<PyJob>(m, "Job")
       .def(py::init<std::optional<std::string>, std::vector<std::string>, std::vector<std::string>,
                     std::string, bool, std::vector<std::string>, py::dict, std::vector<std::string>,
-                    py::object, py::object, std::optional<int64_t>, py::object>(),
+                    py::object, py::object, std::optional<int64_t>, py::object, py::object>(),
            py::arg("config"), py::arg("overrides"), py::arg("plugin_dirs"),
            py::arg("builtin_plugin_dir"), py::arg("fresh"), py::arg("outputs"),
            py::arg("parameters"), py::arg("feedable"), py::arg("save"), py::arg("restore"),
-           py::arg("last_step"), py::arg("shown_to"))
+           py::arg("last_step"), py::arg("shown_to"), py::arg("distributed") = py::none())
       .def("start", &PyJob::start)
       .def("run", &PyJob::run)
       .def("should_stop", &PyJob::should_stop)

@@ -16,13 +16,16 @@ import json
 import os
 import struct
 import sys
+import weakref
 
 import numpy as np
 
+from . import _distributed
 from . import _hook_objects
 from . import _layout
+from ._distributed import PerRank
 
-__all__ = ["MonitoredSession", "TorchRandomState", "ConfigError", "ControlError"]
+__all__ = ["MonitoredSession", "TorchRandomState", "PerRank", "ConfigError", "ControlError"]
 
 # The step whose hooks run now: (its returned values, the session's parameters), or None. The
 # host sets it when the step returns and clears it when run() returns.
@@ -99,9 +102,20 @@ def _hook_name(hook, taken):
     return name
 
 
+def _weak_method(obj, name):
+    ref = weakref.ref(obj)
+
+    def call(*args):
+        return getattr(ref(), name)(*args)
+    return call
+
+
 class TorchRandomState:
     """PyTorch's CPU random generator as a checkpointed object: state={"rng": TorchRandomState()}
-    restores it on resume, so dropout and shuffles continue as in an uninterrupted run."""
+    restores it on resume, so dropout and shuffles continue as in an uninterrupted run. In a
+    job of several processes each process saves and restores its own (hookhost_per_rank)."""
+
+    hookhost_per_rank = True
 
     def state_dict(self):
         import torch
@@ -132,16 +146,24 @@ class MonitoredSession:
     plugin_dirs  folders searched for plugins before the config's
     fresh        move an existing run directory aside instead of resuming it
     feeds_as     "torch" (default when torch is imported) or "numpy": the type of feeds' values
+    distributed  None: one process of a job of several when torch.distributed is initialised
+                 (torchrun); "torch": initialise it from torchrun's environment first; "none":
+                 one process regardless (docs/pytorch.md, "Several processes")
+    A hook object with a `ranks` attribute ("chief", "all", "0,2") runs on those ranks only.
     """
 
     def __init__(self, config=None, hooks=(), *, outputs=("loss",), parameters=None, feedable=(),
                  state=None, run_dir=None, save_checkpoint_steps=None, last_step=None, set=(),
-                 plugin_dirs=(), fresh=False, feeds_as=None):
+                 plugin_dirs=(), fresh=False, feeds_as=None, distributed=None):
         self._state = dict(state or {})
         for name, obj in self._state.items():
             if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
                 raise TypeError("state['%s']: %s has no state_dict()/load_state_dict()" % (
                     name, type(obj).__name__))
+        self._distributed = _distributed.resolve(distributed)
+        # Several processes: the chief's state is saved once, the per-rank objects by every rank.
+        self._rank_objects = {name: obj for name, obj in self._state.items()
+                              if self._distributed and _distributed.is_per_rank(obj)}
         if self._state and "torch" not in sys.modules:
             import torch  # noqa: F401  (checkpoints of state use torch.save and torch.load)
         overrides = []
@@ -163,6 +185,9 @@ class MonitoredSession:
             _hook_objects[key] = hook
             self._keys.append(key)
             overrides += ["hook.%s.plugin=python_hook" % name, "hook.%s.object=%s" % (name, key)]
+            ranks = getattr(hook, "ranks", None)
+            if ranks is not None:  # Lightning's rank_zero_only, TensorFlow's chief_only_hooks
+                overrides.append("hook.%s.ranks=%s" % (name, ranks))
         self._feedable = list(feedable)
         self._parameters = _named_parameters(parameters)
         self._feeds_as = feeds_as or ("torch" if "torch" in sys.modules else "numpy")
@@ -174,10 +199,15 @@ class MonitoredSession:
                 config=None if config is None else os.fspath(config), overrides=overrides,
                 plugin_dirs=dirs, builtin_plugin_dir=_installation(_layout.PLUGIN_DIR), fresh=fresh, outputs=list(outputs),
                 parameters=self._parameters, feedable=list(feedable),
-                save=self._save_state if self._state else None,
-                restore=self._restore_state if self._state else None, last_step=last_step,
+                # Through a weak reference: the job must not keep the session alive (a cycle
+                # through the C++ job is never collected, and its run directory stays locked).
+                save=_weak_method(self, "_save_state") if self._state else None,
+                restore=_weak_method(self, "_restore_state") if self._state else None,
+                last_step=last_step,
                 # The Python hooks see the step's own values (_value_view), set by the host.
-                shown_to=sys.modules[__name__] if self._keys else None)
+                shown_to=sys.modules[__name__] if self._keys else None,
+                distributed=_distributed.RankState(self._rank_objects, _encode_state,
+                                                   _decode_state) if self._distributed else None)
         except BaseException:
             self._forget_hooks()
             raise
@@ -221,7 +251,22 @@ class MonitoredSession:
 
     @property
     def run_dir(self):
+        """This process's run directory: the job's on the chief, run_dir/rank-R on rank R."""
         return self._job.run_dir
+
+    @property
+    def rank(self):
+        """This process's rank in torch.distributed's default group (0 with one process)."""
+        return _distributed.rank_and_size()[0] if self._distributed else 0
+
+    @property
+    def world_size(self):
+        return _distributed.rank_and_size()[1] if self._distributed else 1
+
+    @property
+    def is_chief(self):
+        """Rank 0: the process that writes the job's checkpoints and runs chief-only hooks."""
+        return self.rank == 0
 
     def request_stop(self, reason="requested by the training loop"):
         self._job.request_stop(reason)
@@ -279,16 +324,21 @@ class MonitoredSession:
         self._keys = []
 
     def _save_state(self):
-        return _encode_state({name: obj.state_dict() for name, obj in self._state.items()})
+        return _encode_state({name: obj.state_dict() for name, obj in self._state.items()
+                              if name not in self._rank_objects})
 
     def _restore_state(self, data):
         saved = _decode_state(data)
-        missing = [name for name in self._state if name not in saved]
+        # Per-rank objects come from this rank's own entry (a checkpoint of a job of several
+        # processes has them there, not in the chief's state).
+        missing = [name for name in self._state if name not in saved and
+                   not _distributed.is_per_rank(self._state[name])]
         if missing:
             raise ValueError("the checkpoint holds no state for %s (it has: %s)" % (
                 ", ".join(missing), ", ".join(sorted(saved)) or "nothing"))
         for name, obj in self._state.items():
-            obj.load_state_dict(saved[name])
+            if name in saved and name not in self._rank_objects:
+                obj.load_state_dict(saved[name])
 
 
 # ---- the training state in a checkpoint -------------------------------------------------------

@@ -19,6 +19,10 @@ std::string rank_state_key(const std::string& instance, int rank);
 // Process `rank`'s states out of a checkpoint's, under their instance names.
 HookStates states_of_rank(const HookStates& all, int rank);
 
+// The entry of a checkpoint's hook states that holds a process's Session::save_rank_state(), under
+// a name no instance can have (with a ':'); per rank like an instance's state.
+inline constexpr const char* kRankWorkloadEntry = "hookhost:rank-workload";
+
 // Length-prefixed encodings for the wire (not a file format: both ends run the same program).
 std::string encode_hook_states(const HookStates& states);
 HookStates decode_hook_states(const std::string& bytes);

@@ -240,8 +240,10 @@ std::vector<std::string> effective_configuration(const JobPlan& plan,
       fmt::format("configuration: {}", cfg.file ? cfg.file->string() : "(no config file)"));
   if (plan.distributed)
     lines.push_back(fmt::format(
-        "  [run] distributed = mpi: rank {} of {} processes{}, collective_timeout_ms = {}",
-        plan.rank, plan.world, plan.rank == 0 ? " (the chief)" : "", cfg.collective_timeout_ms));
+        "  [run] distributed = {}: rank {} of {} processes{}, collective_timeout_ms = {}",
+        // Not mpi: the embedding program's processes (the Python package's torch.distributed).
+        cfg.distributed == Distribution::mpi ? "mpi" : "the embedding program's", plan.rank,
+        plan.world, plan.rank == 0 ? " (the chief)" : "", cfg.collective_timeout_ms));
   lines.push_back(
       fmt::format("  [run] run_dir = {}, log_level = {}, on_error = {}, checkpoint_wait = {}",
                   run_dir_text, cfg.log_level, policy_name(cfg.on_error), cfg.checkpoint_wait));

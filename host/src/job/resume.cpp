@@ -7,9 +7,9 @@
 #include <string>
 
 #include "hookhost/host/params.hpp"
-#include "support/display_text.hpp"
 #include "job/run_directory.hpp"
 #include "storage/checkpoint.hpp"
+#include "support/display_text.hpp"
 
 namespace hookhost {
 namespace fs = std::filesystem;
@@ -70,6 +70,21 @@ std::optional<RestoredCheckpoint> restore_newest(const fs::path& dir, Session& s
   return restored;
 }
 
+// Gives `session` this process's part of the workload state (Session::restore_rank_state) and
+// takes it out of the hook states, where no instance would adopt it.
+void restore_rank_workload(HookStates& states, Session& session, const fs::path& file) {
+  auto it = states.find(kRankWorkloadEntry);
+  if (it == states.end()) return;
+  const std::string bytes = std::move(it->second.bytes);
+  states.erase(it);
+  try {
+    session.restore_rank_state(bytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file.string() +
+                             ": this process's part of the workload state: " + e.what());
+  }
+}
+
 }  // namespace
 
 ResumePoint resume_from_newest(const fs::path& checkpoint_dir, Session& session, Communicator* comm,
@@ -97,6 +112,13 @@ ResumePoint resume_from_newest(const fs::path& checkpoint_dir, Session& session,
                         "remove the unusable files.");
     }
     start.hook_states = states_of_rank(restored->checkpoint.hook_states, rank);
+    try {
+      restore_rank_workload(start.hook_states, session, restored->file);
+    } catch (const std::runtime_error& e) {
+      throw ConfigError(std::string("cannot resume: ") + e.what() +
+                        "\nStart over with --fresh (the previous run is moved aside), or remove "
+                        "the unusable files.");
+    }
     start.global_step = restored->checkpoint.global_step;
     log.info("resuming from {} at global step {}", restored->file.string(),
              restored->checkpoint.global_step);
@@ -111,7 +133,9 @@ std::function<void(Runtime&)> recover_from_newest(const fs::path& checkpoint_dir
     // The recreated session continues from the newest checkpoint, as TensorFlow's does.
     if (auto restored = restore_newest(dir, rt.session(), comm);
         restored && !restored->file.empty()) {
-      rt.restore_hook_states(states_of_rank(restored->checkpoint.hook_states, rank));
+      HookStates states = states_of_rank(restored->checkpoint.hook_states, rank);
+      restore_rank_workload(states, rt.session(), restored->file);
+      rt.restore_hook_states(states);
       log->info("recovery: restored {} at global step {}", restored->file.string(),
                 restored->checkpoint.global_step);
     }

@@ -187,10 +187,15 @@ void Runtime::Impl::write_agreed_checkpoint() {
     return;
   }
   engine.drain_observers();
-  // Every process's hook states travel to the chief, which writes one file for the job.
+  // Every process's hook states, and its part of the workload state, travel to the chief, which
+  // writes one file for the job.
   std::vector<std::string> gathered;
   try {
-    gathered = comm.gather(encode_hook_states(collect_hook_states()), 0);
+    HookStates mine = collect_hook_states();
+    if (std::optional<std::string> rank_state = session.save_rank_state())
+      mine.insert_or_assign(kRankWorkloadEntry,
+                            SavedHookState{"hookhost", 1, std::move(*rank_state)});
+    gathered = comm.gather(encode_hook_states(mine), 0);
   } catch (const std::exception& e) {
     log->error("could not gather the hook states for a checkpoint: {}", e.what());
     comm.abort(1);

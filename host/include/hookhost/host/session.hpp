@@ -56,6 +56,14 @@ class Session {
   virtual std::string save_state() const { return {}; }
   virtual void restore_state(std::string_view /*bytes*/) {}
 
+  // A distributed job's per-process part of the workload state (each process's random
+  // generators), beside save_state's, which is the chief's alone and restored on every process.
+  // Every process saves its own at an agreed checkpoint; the checkpoint keeps it per rank and a
+  // resume gives each rank its own (a rank the checkpoint has none for keeps its current state).
+  // nullopt: none (the default).
+  virtual std::optional<std::string> save_rank_state() const { return std::nullopt; }
+  virtual void restore_rank_state(std::string_view /*bytes*/) {}
+
   // The step at which the workload ends by itself, when known (lets a progress bar show a total).
   // Read when the runtime is constructed and each time the session is created; hooks on any
   // thread get that copy (hh.steps/1), so the value must not change between creations.
