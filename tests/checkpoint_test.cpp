@@ -33,6 +33,7 @@
 #include "storage/event_writer.hpp"
 
 #include "plugin_harness.hpp"
+#include "plugins/trust.hpp"
 #include "test_support.hpp"
 
 // Every fsync of this test program is recorded (by the path of its descriptor) while `recording`
@@ -852,7 +853,9 @@ TEST(CheckpointWriting, TheCheckpointHoldsTheStateAtTheRequestWhileTheJobMovesOn
   const Checkpoint written = read_checkpoint(copy);
   EXPECT_EQ(written.global_step, 1);
   EXPECT_EQ(written.workload_state, "1");
-  EXPECT_EQ(written.hook_states.at("recorder"), (SavedHookState{"scripted", 1, "after_runs=1"}));
+  EXPECT_EQ(written.hook_states.at("recorder"),
+            (SavedHookState{"scripted", 1, "after_runs=1",
+                            sha256_of_file(job.h.plugin_dir() / "scripted.so")}));
 
   // Later saves are not affected by the one that failed.
   job.runtime().request_checkpoint("at step 3");
@@ -1016,6 +1019,63 @@ TEST(RestoredStates, AStateSavedByAnotherPluginIsDroppedWithAWarningNamingBoth) 
                                  "it starts without state"));
   EXPECT_THAT(h.log(), Not(HasSubstr("hook 'same' saved by")));
   EXPECT_THAT(h.log(), Not(HasSubstr("hook 'untagged' saved by")));
+}
+
+// A restored state goes back only to the build of its plugin that saved it, unless the instance's
+// HookSettings::resume_state is any_build: at start and when existing instances get their states
+// back (a recovery); a state of unknown build goes to any build, and an instance of unknown build
+// takes any state.
+TEST(RestoredStates, AStateSavedByAnotherBuildIsGivenOnlyUnderAnyBuild) {
+  PluginHarness h({}, {"scripted"});
+  h.workload.script().end_of_data_step = 2;
+  const fs::path trace = h.root() / "trace.txt";
+  const auto plugin = h.plugin("scripted");
+  const std::string mine = plugin->sha256(), other(64, 'a');
+  ASSERT_EQ(mine, sha256_of_file(h.plugin_dir() / "scripted.so"));
+  const auto add = [&](const char* name, ResumeState resume_state, std::string build = {}) {
+    HookSettings settings{name, 0, FailurePolicy::disable};
+    settings.resume_state = resume_state;
+    settings.plugin_build = std::move(build);
+    h.runtime().add_hook(plugin, settings,
+                         resolve_params(plugin->metadata(), name, {{"trace", trace.string()}}));
+  };
+  add("strict", ResumeState::same_build);
+  add("lenient", ResumeState::any_build);
+  add("mine", ResumeState::same_build);
+  add("unknown", ResumeState::same_build);
+  add("unbuilt", ResumeState::same_build, "");  // empty: the runtime takes the plugin's
+  const std::map<std::string, SavedHookState> states{
+      {"strict", {"scripted", 1, "after_runs=5", other}},
+      {"lenient", {"scripted", 1, "after_runs=6", other}},
+      {"mine", {"scripted", 1, "after_runs=7", mine}},
+      {"unknown", {"scripted", 1, "after_runs=8", ""}},
+      {"unbuilt", {"scripted", 1, "after_runs=9", other}}};
+  h.runtime().restore_hook_states(states);  // existing instances: as in a recovery
+  EXPECT_THAT(h.log(), HasSubstr("[warning] hook 'strict' (plugin 'scripted') starts without the "
+                                 "state the checkpoint holds for it: another build of the plugin "
+                                 "saved it (SHA-256 aaaaaaaaaaaa, this build " +
+                                 mine.substr(0, 12) +
+                                 "); set resume_state = any_build in [hook.strict] to resume it "
+                                 "anyway"));
+  EXPECT_THAT(h.log(), HasSubstr("[info] hook 'lenient' (plugin 'scripted') resumes the state "
+                                 "another build of the plugin saved (SHA-256 aaaaaaaaaaaa, this "
+                                 "build " +
+                                 mine.substr(0, 12) + "): resume_state = any_build"));
+  EXPECT_THAT(h.log(), HasSubstr("hook 'unbuilt' (plugin 'scripted') starts without the state"));
+  for (const char* quiet : {"'mine'", "'unknown'"})
+    EXPECT_THAT(h.log(), Not(HasSubstr("hook " + std::string(quiet)))) << quiet;
+  const auto held = h.runtime().saved_hook_states();
+  EXPECT_EQ(held.count("strict"), 0u);
+  EXPECT_EQ(held.count("unbuilt"), 0u);
+  // The other build's bytes keep its build until the hook saves its own; unknown becomes mine.
+  EXPECT_EQ(held.at("lenient"), (SavedHookState{"scripted", 1, "after_runs=6", other}));
+  EXPECT_EQ(held.at("mine"), (SavedHookState{"scripted", 1, "after_runs=7", mine}));
+  EXPECT_EQ(held.at("unknown"), (SavedHookState{"scripted", 1, "after_runs=8", mine}));
+  h.run();  // one step: each hook counts it on what it was given, and saves under its own build
+  const auto after = h.runtime().saved_hook_states();
+  EXPECT_EQ(after.at("strict"), (SavedHookState{"scripted", 1, "after_runs=1", mine}));
+  EXPECT_EQ(after.at("lenient"), (SavedHookState{"scripted", 1, "after_runs=7", mine}));
+  EXPECT_EQ(after.at("mine").bytes, "after_runs=8");
 }
 
 }  // namespace HOOKHOST_TEST_FILE

@@ -257,7 +257,7 @@ TEST_F(CliTest, DescribeListsEveryHostOwnedHookKeyWithItsHelp) {
       EXPECT_THAT(r.out, HasSubstr("\n  " + std::string(key.name) + " ")) << id << ": " << key.name;
       EXPECT_THAT(r.out, HasSubstr(std::string(key.help))) << id << ": " << key.name;
     }
-    EXPECT_EQ(keys, 29u);
+    EXPECT_EQ(keys, 30u);
   }
   // progress_bar declares a `mode` of its own, which then is its parameter, not the host's key.
   ProcessResult r = run({"plugins", "describe", "progress_bar"});
