@@ -485,8 +485,8 @@ class PyJob {
     hookhost::Runtime& runtime = job_->runtime();
     if (in_run_)
       throw std::logic_error(
-          "run() called from inside this session's run() (its step or one of its hooks): a step "
-          "cannot start another; call run() from the training loop");
+          "run() called while this session's run() runs (from its step, one of its hooks or "
+          "another thread): one step at a time; call run() from the training loop only");
     if (runtime.should_stop())
       throw std::logic_error("run() called after the session should stop (should_stop() is True)");
     session_->take_error();  // what a run() that threw left behind
