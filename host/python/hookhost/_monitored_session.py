@@ -115,7 +115,10 @@ def _weakly(method):
     ref = weakref.WeakMethod(method)
 
     def call(*args):
-        return ref()(*args)
+        bound = ref()
+        if bound is None:
+            raise RuntimeError("the MonitoredSession whose state this is was already freed")
+        return bound(*args)
     return call
 
 
