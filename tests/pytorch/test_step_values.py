@@ -215,7 +215,7 @@ class NumpyState:
         self.loaded = state
 
 
-def test_numpy_state_is_checkpointed_and_restored_as_numpy(tmp_path):
+def test_numpy_state_is_checkpointed_and_restored_as_numpy(tmp_path, capfd):
     np.random.seed(7)
     saved = NumpyState()
     saved.counts[:] = [1, 2, 65535]
@@ -225,6 +225,7 @@ def test_numpy_state_is_checkpointed_and_restored_as_numpy(tmp_path):
         session.request_checkpoint()
         session.run(lambda feeds: {})
     assert session.result["checkpoint_failures"] == 0, session.result["checkpoint_error"]
+    assert "model.ckpt-2 (requested by the training loop)" in capfd.readouterr().err
     del session  # its job holds the run directory until it is gone
     expected = np.random.random(4)  # what the generator draws next from the saved state
 

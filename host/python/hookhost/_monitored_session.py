@@ -265,7 +265,7 @@ class MonitoredSession:
     def request_stop(self, reason="requested by the training loop"):
         self._job.request_stop(reason)
 
-    def request_checkpoint(self, reason="requested by the training loop"):
+    def request_checkpoint(self, reason="the training loop"):
         """A checkpoint (hooks' states and `state`) at the next step boundary."""
         self._job.request_checkpoint(reason)
 
