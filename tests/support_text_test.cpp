@@ -1,8 +1,11 @@
-// The shared text helpers (support/text.hpp), and the owned descriptors (support/unique_fd.hpp) on
+// The shared text helpers (support/text.hpp), the log formatter that escapes messages
+// (hookhost/host/log_format.hpp), and the owned descriptors (support/unique_fd.hpp) on
 // the host's paths that open one: every way out, a refusal included, closes what was opened.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,11 +14,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "hookhost/host/config.hpp"
+#include "hookhost/host/log_format.hpp"
 #include "hookhost/host/params.hpp"
 #include "job/run_dir_lock.hpp"
 #include "job/signal_bridge.hpp"
@@ -30,6 +35,7 @@ namespace HOOKHOST_TEST_FILE {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::open_descriptors;
 using testing::TempDir;
 
@@ -94,6 +100,25 @@ TEST(TextCopyCut, FitsTerminatesAndCutsAtTheBufferEnd) {
   std::array<char, 1024> message;
   copy_cut(huge, message.data(), message.size());
   EXPECT_EQ(std::strlen(message.data()), message.size() - 1);
+}
+
+// The program's, the harness's and the Python package's loggers all format with it: a plugin's
+// text cannot set the terminal's title, clear it or start a forged line; the rest of the pattern
+// is spdlog's.
+TEST(EscapedLogFormatter, EscapesControlCharactersOfTheMessageOnly) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(out);
+  sink->set_formatter(escaped_log_formatter("[%n] [%l] %*"));
+  spdlog::logger logger("plugin", sink);
+  logger.info("title \x1b]0;pwned\x07 set\n[hookhost] [error] forged\tline \xc3\xa9");
+  logger.warn(std::string(kLogMessageLimit + 10, 'x'));
+  const std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr("[plugin] [info] title \\e]0;pwned\\x07 set\\n[hookhost] [error] "
+                              "forged\\tline \xc3\xa9\n"));
+  EXPECT_THAT(text, HasSubstr("[plugin] [warning] " + std::string(kLogMessageLimit, 'x') +
+                              "...(10 more bytes)\n"));
+  EXPECT_THAT(text, Not(HasSubstr("\x1b")));
+  EXPECT_THAT(text, Not(HasSubstr("\x07")));
 }
 
 TEST(UniqueFdPaths, RefusedConfigFilesLeaveNoDescriptorOpen) {

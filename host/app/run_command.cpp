@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <boost/program_options.hpp>
@@ -15,6 +14,7 @@
 #include <cstdio>
 #include <hookhost/host/config.hpp>
 #include <hookhost/host/job.hpp>
+#include <hookhost/host/log_format.hpp>
 #if HOOKHOST_WITH_MPI
 #include <hookhost/host/mpi.hpp>
 #endif
@@ -151,32 +151,13 @@ void on_signal(int sig, int count) {
   _exit(128 + sig);
 }
 
-// The log message with control characters escaped: hooks log through clones of this logger, and
-// their texts (and any file name or value in a message) must not forge lines or drive the terminal.
-class EscapedMessage : public spdlog::custom_flag_formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&,
-              spdlog::memory_buf_t& dest) override {
-    constexpr std::size_t kLogMessageLimit = 4096;
-    const std::string text =
-        display_text(std::string_view(msg.payload.data(), msg.payload.size()), kLogMessageLimit);
-    dest.append(text.data(), text.data() + text.size());
-  }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<EscapedMessage>();
-  }
-};
-
 // `rank_tag` ("rank 1 ") tells the processes of a distributed job apart in the launcher's merged
 // output.
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level,
                                             const std::string& rank_tag = {}) {
   auto logger = std::make_shared<spdlog::logger>(
       "hookhost", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<EscapedMessage>('*').set_pattern("[%H:%M:%S.%e] " + rank_tag +
-                                                       "[%n] [%^%l%$] %*");
-  logger->set_formatter(std::move(formatter));
+  logger->set_formatter(escaped_log_formatter("[%H:%M:%S.%e] " + rank_tag + "[%n] [%^%l%$] %*"));
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <hookhost/host/job.hpp>
+#include <hookhost/host/log_format.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -221,6 +222,7 @@ Tensor to_tensor(py::handle value, const std::string& name) {
     py::object array = py::module_::import("numpy").attr("ascontiguousarray")(value);
     return *from_buffer(array, name);
   } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt)) throw;  // Ctrl-C: the caller stops the job
     throw std::invalid_argument(e.what());
   }
 }
@@ -322,24 +324,14 @@ class StepSession final : public hookhost::Session {
       for (std::size_t i = 0; i < args_.size(); ++i) args[i + 1] = args_[i];
       returned_ = step_(*args, **kwargs_);
     } catch (py::error_already_set& e) {
-      const bool interrupted = e.matches(PyExc_KeyboardInterrupt);
-      out.message = "the step raised " + exception_text(e);
-      error_.emplace(std::move(e));
-      if (interrupted && stop_) {
-        // Ctrl-C: the job stops (end() says so); the step did not run.
-        stop_("KeyboardInterrupt in the step at global step " + std::to_string(global_step_));
-        out.status = StepStatus::cancelled;
-      } else {
-        out.status = StepStatus::error;
-      }
-      return out;
+      return raised(e, "the step raised ", "in the step");
     }
     py::object mapping = returned_;
     // The Python hooks' views of the step's own values (hookhost._value_view), until run() ends.
     if (!shown_to_.is_none()) {
       py::tuple shown = py::make_tuple(returned_, parameters_);
       if (PyObject_SetAttr(shown_to_.ptr(), running_name_.ptr(), shown.ptr()) != 0)
-        PyErr_Clear();  // a module's attribute: hooks then get copies
+        PyErr_Clear();  // hooks then get copies
     }
     if (!fetches.empty() && (mapping.is_none() || !py::hasattr(mapping, "get"))) {
       out.status = StepStatus::error;
@@ -358,6 +350,9 @@ class StepSession final : public hookhost::Session {
       }
       try {
         out.values.emplace(name, to_tensor(value, name));
+      } catch (py::error_already_set& e) {  // a KeyboardInterrupt while it was converted
+        return raised(e, "handing the step's value '" + name + "' to hooks raised ",
+                      "while the step's value '" + name + "' was handed to hooks");
       } catch (const std::exception& e) {
         out.status = StepStatus::error;
         out.message = "the value '" + name + "' cannot be handed to hooks: " + e.what();
@@ -365,6 +360,23 @@ class StepSession final : public hookhost::Session {
       }
     }
     ++global_step_;
+    return out;
+  }
+
+  // The step's Python raised `e` (in the step, or while its values were handed to hooks): Ctrl-C
+  // stops the job (end() says so) and calls the step off, its hooks do not see it; anything else
+  // fails the job. PyJob::run raises `e` again once the hooks' step has ended.
+  StepResult raised(py::error_already_set& e, const std::string& what, const std::string& where) {
+    StepResult out;
+    const bool interrupted = e.matches(PyExc_KeyboardInterrupt);
+    out.message = what + exception_text(e);
+    error_.emplace(std::move(e));
+    if (interrupted && stop_) {
+      stop_("KeyboardInterrupt " + where + " at global step " + std::to_string(global_step_));
+      out.status = StepStatus::cancelled;
+    } else {
+      out.status = StepStatus::error;
+    }
     return out;
   }
 
@@ -386,8 +398,8 @@ class StepSession final : public hookhost::Session {
   }
 
  private:
-  py::object shown_to_;  // the module whose _running the step's values go to, or None
-  py::str running_name_{"_running"};
+  py::object shown_to_;  // the session's _Shown, whose `running` shows the step's values, or None
+  py::str running_name_{"running"};
   std::vector<std::string> outputs_;
   py::dict parameters_;
   std::vector<std::string> feedable_;
@@ -406,7 +418,8 @@ class StepSession final : public hookhost::Session {
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level, const std::string& tag = "") {
   auto logger = std::make_shared<spdlog::logger>(
       "hookhost", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] " + tag + "%v");
+  // Plugin text (a hook's log(), a runner's output) escaped, as `hookhost run` writes it.
+  logger->set_formatter(hookhost::escaped_log_formatter("[%H:%M:%S.%e] [%^%l%$] " + tag + "%*"));
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::warn);
   return logger;
@@ -483,16 +496,19 @@ class PyJob {
   // exception is raised again here, after the hooks' step has ended.
   py::object run(py::object step, py::tuple args, py::dict kwargs) {
     hookhost::Runtime& runtime = job_->runtime();
+    if (in_run_)
+      throw std::logic_error(
+          "run() called while this session's run() runs (from its step, one of its hooks or "
+          "another thread): one step at a time; call run() from the training loop only");
     if (runtime.should_stop())
       throw std::logic_error("run() called after the session should stop (should_stop() is True)");
-    session_->set_step(std::move(step), std::move(args), std::move(kwargs));
+    session_->take_error();  // what a run() that threw left behind
+    session_->take_returned();
     {
+      OneRun one(*this, std::move(step), std::move(args), std::move(kwargs));
       py::gil_scoped_release release;
       runtime.run();
     }
-    session_->set_step(py::none(), py::tuple(), py::dict());
-    session_->hide_values();
-    g_releases.now();
     if (auto error = session_->take_error()) throw std::move(*error);
     py::object returned = session_->take_returned();
     return returned ? returned : py::none();  // None: the step was called off
@@ -551,6 +567,31 @@ class PyJob {
     return out;
   }
 
+  // The step of one run(), from before runtime.run() until after it, however it ends (returns or
+  // throws): then the step and its arguments are dropped, its values hidden from the Python hooks
+  // and released. Made and ended with the GIL held.
+  class OneRun {
+   public:
+    OneRun(PyJob& job, py::object step, py::tuple args, py::dict kwargs) : job_(job) {
+      job_.in_run_ = true;
+      job_.session_->set_step(std::move(step), std::move(args), std::move(kwargs));
+    }
+    OneRun(const OneRun&) = delete;
+    OneRun& operator=(const OneRun&) = delete;
+    ~OneRun() {
+      job_.in_run_ = false;
+      try {
+        job_.session_->set_step(py::none(), py::tuple(), py::dict());
+        job_.session_->hide_values();
+        g_releases.now();
+      } catch (...) {  // a failed allocation: nothing else to do in a destructor
+      }
+    }
+
+   private:
+    PyJob& job_;
+  };
+
   std::optional<std::string> last_checkpoint() const {
     auto written = job_->runtime().last_checkpoint();
     if (!written) return std::nullopt;
@@ -562,6 +603,7 @@ class PyJob {
   std::unique_ptr<StepSession> session_;  // outlives the job, which runs around it
   std::unique_ptr<hookhost_python::AgreedStepSession> agreed_;  // around session_, when several
   std::unique_ptr<hookhost::Job> job_;
+  bool in_run_ = false;  // in run(), on the thread that holds the GIL when it checks
 };
 
 }  // namespace

@@ -16,6 +16,7 @@ import json
 import os
 import struct
 import sys
+import threading
 import weakref
 
 import numpy as np
@@ -27,17 +28,34 @@ from ._distributed import PerRank
 
 __all__ = ["MonitoredSession", "TorchRandomState", "PerRank", "ConfigError", "ControlError"]
 
-# The step whose hooks run now: (its returned values, the session's parameters), or None. The
-# host sets it when the step returns and clears it when run() returns.
-_running = None
+class _Shown:
+    """A session's step values that its Python hooks may view without a copy. The host sets
+    `running` to (the step's returned values, the session's parameters) when the step returns and
+    back to None when run() returns; `thread` is the thread whose run() that is. Each session has
+    its own, so two sessions on two threads never see each other's values."""
+
+    __slots__ = ("running", "thread")
+
+    def __init__(self):
+        self.running = None
+        self.thread = None
+
+
+# A hook object's key (python_hook's `object`) -> its session's _Shown.
+_shown_by_hook = {}
 
 
 def _value_view(name):
     """A read-only NumPy view of the running step's value `name` (an output or a parameter, on the
-    CPU), sharing its memory; None when there is none, and python_hook copies the value."""
-    if _running is None:
+    CPU), sharing its memory, for the hook whose call runs on this thread; None when there is none,
+    and python_hook copies the value. Only the calls on the step's own thread while its hooks run
+    get views: an observer's calls, on its worker and steps later, get the copy the host took when
+    its step ended, not the tensor the optimizer has changed since."""
+    inst = sys.modules[__package__]._current()
+    shown = _shown_by_hook.get(getattr(inst, "_object_key", None))
+    if shown is None or shown.running is None or shown.thread != threading.get_ident():
         return None
-    outputs, parameters = _running
+    outputs, parameters = shown.running
     value = outputs.get(name) if hasattr(outputs, "get") else None
     if value is None:
         value = parameters.get(name)
@@ -57,6 +75,7 @@ def _value_view(name):
     view = array.view()  # its own flags: the program's array stays writable
     view.flags.writeable = False
     return view
+
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -92,6 +111,19 @@ def _named_parameters(parameters):
     return named
 
 
+def _weakly(method):
+    """`method` for the host to call without holding its object: a session the program has let go
+    of is freed with its job, which then lets go of the run directory."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args):
+        bound = ref()
+        if bound is None:
+            raise RuntimeError("the MonitoredSession whose state this is was already freed")
+        return bound(*args)
+    return call
+
+
 def _hook_name(hook, taken):
     base = getattr(hook, "name", None)
     if not isinstance(base, str) or not base:
@@ -100,14 +132,6 @@ def _hook_name(hook, taken):
     while name in taken:
         name, n = "%s_%d" % (base, n), n + 1
     return name
-
-
-def _weak_method(obj, name):
-    ref = weakref.ref(obj)
-
-    def call(*args):
-        return getattr(ref(), name)(*args)
-    return call
 
 
 class TorchRandomState:
@@ -166,6 +190,9 @@ class MonitoredSession:
                               if self._distributed and _distributed.is_per_rank(obj)}
         if self._state and "torch" not in sys.modules:
             import torch  # noqa: F401  (checkpoints of state use torch.save and torch.load)
+        # A type a checkpoint cannot keep is named now, not at every checkpoint (each of which
+        # would fail): the walk only collects the tensors, it does not copy or write them.
+        _encode_structure({name: obj.state_dict() for name, obj in self._state.items()}, [])
         overrides = []
         if run_dir is not None:
             overrides.append("run.run_dir=%s" % os.fspath(run_dir))
@@ -180,9 +207,11 @@ class MonitoredSession:
             taken[_hook_name(hook, taken)] = hook
         for name, hook in (named_hooks or []):
             taken[name] = hook
+        self._shown = _Shown()
         for name, hook in taken.items():
             key = "%x:%s" % (id(self), name)
             _hook_objects[key] = hook
+            _shown_by_hook[key] = self._shown
             self._keys.append(key)
             overrides += ["hook.%s.plugin=python_hook" % name, "hook.%s.object=%s" % (name, key)]
             ranks = getattr(hook, "ranks", None)
@@ -199,13 +228,10 @@ class MonitoredSession:
                 config=None if config is None else os.fspath(config), overrides=overrides,
                 plugin_dirs=dirs, builtin_plugin_dir=_installation(_layout.PLUGIN_DIR), fresh=fresh, outputs=list(outputs),
                 parameters=self._parameters, feedable=list(feedable),
-                # Through a weak reference: the job must not keep the session alive (a cycle
-                # through the C++ job is never collected, and its run directory stays locked).
-                save=_weak_method(self, "_save_state") if self._state else None,
-                restore=_weak_method(self, "_restore_state") if self._state else None,
-                last_step=last_step,
+                save=_weakly(self._save_state) if self._state else None,
+                restore=_weakly(self._restore_state) if self._state else None, last_step=last_step,
                 # The Python hooks see the step's own values (_value_view), set by the host.
-                shown_to=sys.modules[__name__] if self._keys else None,
+                shown_to=self._shown if self._keys else None,
                 distributed=_distributed.RankState(self._rank_objects, _encode_state,
                                                    _decode_state) if self._distributed else None)
         except BaseException:
@@ -238,6 +264,7 @@ class MonitoredSession:
             raise RuntimeError("use the session in a `with` block (it calls begin and end)")
         if self._feedable and self._feeds_as == "torch":
             step = self._torch_feeds(step)
+        self._shown.thread = threading.get_ident()
         return self._job.run(step, args, kwargs)
 
     def should_stop(self):
@@ -271,7 +298,7 @@ class MonitoredSession:
     def request_stop(self, reason="requested by the training loop"):
         self._job.request_stop(reason)
 
-    def request_checkpoint(self, reason="requested by the training loop"):
+    def request_checkpoint(self, reason="the training loop"):
         """A checkpoint (hooks' states and `state`) at the next step boundary."""
         self._job.request_checkpoint(reason)
 
@@ -321,6 +348,7 @@ class MonitoredSession:
     def _forget_hooks(self):
         for key in self._keys:
             _hook_objects.pop(key, None)
+            _shown_by_hook.pop(key, None)
         self._keys = []
 
     def _save_state(self):
@@ -342,11 +370,32 @@ class MonitoredSession:
 
 
 # ---- the training state in a checkpoint -------------------------------------------------------
-# What state_dict()s hold (containers, numbers, strings and tensors), without pickle: the
+# What state_dict()s hold (containers, numbers, strings, tensors, NumPy arrays and scalars): the
 # structure as JSON, with every tensor replaced by its index in a list of tensors that torch.save
-# writes and torch.load(weights_only=True) reads (PyTorch 1.13's safe loader takes tensors but not
-# Python floats, which optimizers' state_dicts are full of).
+# writes and torch.load(weights_only=True), PyTorch's restricted unpickler, reads (it builds
+# tensors and containers and refuses any other object; PyTorch 1.13's takes tensors but not Python
+# floats, which optimizers' state_dicts are full of). A NumPy array goes as its bytes in a uint8
+# tensor (torch has no uint16/32/64), with its dtype and shape in the structure.
 _STATE_MAGIC = b"hookhost-python-state/1\n"
+# The NumPy dtype kinds a checkpoint keeps: bool, signed and unsigned ints, floats, complex.
+_NUMPY_KINDS = "biufc"
+
+
+def _encode_array(array, tensors, path):
+    import torch
+    if array.dtype.kind not in _NUMPY_KINDS or array.dtype.fields is not None:
+        raise TypeError("%s: a NumPy %s of dtype %s cannot be checkpointed (NumPy arrays and "
+                        "scalars of bool, integer, float and complex dtypes can): convert it in "
+                        "state_dict()" % (path, type(array).__name__, array.dtype))
+    data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    tensors.append(torch.from_numpy(data.copy()))
+    return {"dtype": array.dtype.str, "shape": list(array.shape), "bytes": len(tensors) - 1}
+
+
+def _decode_array(node, tensors):
+    data = tensors[node["bytes"]].numpy()
+    array = np.frombuffer(data.tobytes(), dtype=np.dtype(node["dtype"]))
+    return array.reshape(node["shape"]).copy()  # writable, as the array saved was
 
 
 def _encode(value, tensors, path):
@@ -356,15 +405,21 @@ def _encode(value, tensors, path):
         return {"tensor": len(tensors) - 1}
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"v": value}
+    if isinstance(value, np.ndarray):
+        return {"ndarray": _encode_array(value, tensors, path)}
+    if isinstance(value, np.generic):  # a NumPy scalar (np.float32(1), np.int64(3))
+        return {"npscalar": _encode_array(np.asarray(value), tensors, path)}
     if isinstance(value, dict):
         return {"dict": [[_encode(k, tensors, path + "[key]"),
                           _encode(v, tensors, "%s[%r]" % (path, k))] for k, v in value.items()]}
     if type(value) in (list, tuple):
         return {type(value).__name__: [_encode(v, tensors, "%s[%d]" % (path, i))
                                        for i, v in enumerate(value)]}
-    raise TypeError("%s: a %s cannot be checkpointed (state_dict() values may be tensors, numbers, "
-                    "strings, None, and dicts, lists and tuples of them)" % (
-                        path, type(value).__name__))
+    raise TypeError("%s: a %s cannot be checkpointed (state_dict() values may be tensors, NumPy "
+                    "arrays and scalars, numbers, strings, None, and dicts, lists and tuples of "
+                    "them): convert it in state_dict(), and back in load_state_dict()" % (
+                        path, "%s.%s" % (type(value).__module__, type(value).__qualname__)
+                        if type(value).__module__ != "builtins" else type(value).__name__))
 
 
 def _decode(node, tensors):
@@ -372,6 +427,10 @@ def _decode(node, tensors):
         return tensors[node["tensor"]]
     if "v" in node:
         return node["v"]
+    if "ndarray" in node:
+        return _decode_array(node["ndarray"], tensors)
+    if "npscalar" in node:
+        return _decode_array(node["npscalar"], tensors)[()]
     if "dict" in node:
         return {_decode(k, tensors): _decode(v, tensors) for k, v in node["dict"]}
     if "list" in node:
@@ -379,11 +438,14 @@ def _decode(node, tensors):
     return tuple(_decode(v, tensors) for v in node["tuple"])
 
 
+def _encode_structure(state, tensors):
+    return {name: _encode(value, tensors, "state[%r]" % name) for name, value in state.items()}
+
+
 def _encode_state(state):
     import torch
     tensors = []
-    structure = json.dumps({name: _encode(value, tensors, "state[%r]" % name)
-                            for name, value in state.items()}).encode()
+    structure = json.dumps(_encode_structure(state, tensors)).encode()
     buffer = io.BytesIO()
     torch.save(tensors, buffer)
     return _STATE_MAGIC + struct.pack("<Q", len(structure)) + structure + buffer.getvalue()

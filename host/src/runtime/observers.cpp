@@ -12,6 +12,20 @@
 
 namespace hookhost {
 
+namespace {
+
+// The value as it is now, for the observer's worker that reads it later while the workload may
+// change it in place (a PyTorch parameter the next optimizer.step() updates): a value in host
+// memory is copied with its data, borrowed or not; a value on a device keeps its device view (the
+// host cannot copy it) with its host copy taken the same way.
+Tensor snapshot(const Tensor& value) {
+  if (const Tensor* host = value.host_copy()) return Tensor::with_host_copy(value, snapshot(*host));
+  if (value.device().type == HH_DEVICE_CPU) return Tensor::from_view(value.view(""));
+  return value;
+}
+
+}  // namespace
+
 const char* when_full_name(ObserverSettings::WhenFull when_full) {
   return when_full == ObserverSettings::WhenFull::skip ? "skip" : "block";
 }
@@ -79,7 +93,9 @@ void StepEngine::observe_step(Slot& slot, const hh_run_context& ctx, const Tenso
       job_.fail(missing_fetch_failure(name));
       return;
     }
-    step.values.emplace(it->first, it->second);  // the one copy an observer costs the step
+    // The one copy an observer costs the step: of the data itself where the value is borrowed
+    // (a Python tensor the next optimizer step updates in place), as the worker reads it later.
+    step.values.emplace(it->first, snapshot(it->second));
   }
   if (lane.push(std::move(step), [&] { settle_observer(slot); })) return;
   if (lane.skipped_steps() == 1)

@@ -1,29 +1,9 @@
 #include "testing/log_capture.hpp"
 
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
-
-#include "support/display_text.hpp"
+#include <hookhost/host/log_format.hpp>
 
 namespace hookhost::testing {
-
-namespace {
-
-// Plugin texts reach the terminal with their control characters escaped, as in 'hookhost run'.
-class EscapedMessage : public spdlog::custom_flag_formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&,
-              spdlog::memory_buf_t& dest) override {
-    const std::string text =
-        display_text(std::string_view(msg.payload.data(), msg.payload.size()), 4096);
-    dest.append(text.data(), text.data() + text.size());
-  }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<EscapedMessage>();
-  }
-};
-
-}  // namespace
 
 std::vector<LogRecord> CaptureSink::take() {
   std::lock_guard lock(mutex_);
@@ -39,9 +19,7 @@ std::shared_ptr<spdlog::logger> make_capture_logger(std::shared_ptr<CaptureSink>
   std::vector<spdlog::sink_ptr> sinks{std::move(sink)};
   if (echo) {
     auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    auto formatter = std::make_unique<spdlog::pattern_formatter>();
-    formatter->add_flag<EscapedMessage>('*').set_pattern("  [%n] [%^%l%$] %*");
-    err->set_formatter(std::move(formatter));
+    err->set_formatter(escaped_log_formatter("  [%n] [%^%l%$] %*"));
     sinks.push_back(std::move(err));
   }
   auto logger = std::make_shared<spdlog::logger>("hookhost", sinks.begin(), sinks.end());

@@ -333,6 +333,7 @@ def _create(inst, script, script_given, module_name, class_name, object_key, arg
                                "given to hookhost.MonitoredSession(hooks=...), which runs them "
                                "in its own process; a sandboxed hook needs script or module)"
                                % object_key)
+        inst._object_key = object_key
         _set_hook(inst, hook, type(hook).__name__, state_json)
         return
     for folder, given in reversed(python_path):
@@ -460,6 +461,7 @@ class _Instance:
         self._fetches = None  # before_run's fetches, when the plugin left them to _args
         self._session = None
         self._implements = (False, False, False)  # before_run, after_run, state_dict
+        self._object_key = None  # `object`: a MonitoredSession's hook object (_value_view)
 
     def _write(self, level, text):
         whole = self._partial[level] + text
