@@ -21,7 +21,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-SCENARIOS = ["placement", "stop", "fail_after", "fail_before", "dist", "checkpoint", "resume"]
+SCENARIOS = ["placement", "stop", "fail_after", "fail_before", "step_raises", "dist", "checkpoint",
+             "resume"]
 
 
 def run_jobs(folder, scenarios, world=2):
@@ -128,6 +129,19 @@ def test_a_failure_on_rank_1_ends_every_rank_failed_at_the_same_step_with_its_re
         assert "before_run 2" not in lines(tmp_path, "rec", 1)
         assert "after_run 3" not in lines(tmp_path, "rec", 0)
     assert results[0]["weights"] == results[1]["weights"]
+
+
+def test_the_steps_exception_on_rank_1_ends_every_rank_failed_after_that_step(jobs):
+    tmp_path, results = job(jobs, "step_raises")
+    assert results[1]["raised"] == "the step broke on rank 1"
+    assert "raised" not in results[0]  # rank 0's loop ended on should_stop()
+    for rank, r in enumerate(results):
+        assert r["outcome"] == "failed", r
+        assert "the step raised ValueError: the step broke on rank 1 (rank 1)" in r["reason"], r
+        assert r["steps_run_here"] == 3, r  # the step at global step 2 ran on both; no later one
+        assert lines(tmp_path, "rec", rank)[-1].startswith("end"), rank
+    # Rank 0's step counted, rank 1's did not.
+    assert [r["global_step"] for r in results] == [3, 2]
 
 
 def test_a_native_hooks_allreduce_averages_over_the_process_group(jobs):
