@@ -119,6 +119,11 @@ def run_scenario(SCENARIO):
     elif SCENARIO == "dist":
         config += "[hook.avg]\nplugin = dist_probe\n"
         extra["plugin_dirs"] = [FIXTURES]
+    elif SCENARIO == "dist_alone":  # only the chief calls allreduce: the other never joins
+        config = config.replace("log_level = warn\n",
+                                "log_level = warn\ncollective_timeout_ms = 500\n")
+        config += "[hook.avg]\nplugin = dist_probe\nmode = chief_only\n"
+        extra["plugin_dirs"] = [FIXTURES]
     elif SCENARIO in ("checkpoint", "resume"):
         # A seed per rank: the random generators differ, and each must come back as it was.
         torch.manual_seed(100 + rank if SCENARIO == "checkpoint" else 999)

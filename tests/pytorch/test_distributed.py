@@ -21,8 +21,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-SCENARIOS = ["placement", "stop", "fail_after", "fail_before", "step_raises", "dist", "checkpoint",
-             "resume"]
+SCENARIOS = ["placement", "stop", "fail_after", "fail_before", "step_raises", "dist",
+             "dist_alone", "checkpoint", "resume"]
 
 
 def run_jobs(folder, scenarios, world=2):
@@ -162,6 +162,23 @@ def test_a_native_hooks_allreduce_averages_over_the_process_group(jobs):
     losses = [[float(line.split("loss=")[1].split()[0]) for line in probe
                if line.startswith("step=")] for probe in probes]
     assert losses[0] != losses[1]  # each rank's own shard
+
+
+def test_a_native_hooks_allreduce_on_the_chief_alone_times_out_naming_it_and_the_job_goes_on(jobs):
+    tmp_path, results = job(jobs, "dist_alone")
+    run = tmp_path / "run"
+    chief = (run / "dist.txt").read_text().splitlines()
+    errors = [line for line in chief if line.startswith("error ")]
+    assert len(errors) == 6, chief  # five after_run calls and the one in end
+    assert ("hh.dist/1 allreduce: hook 'avg' (plugin 'dist_probe') in after_run at global step"
+            in errors[0]), errors[0]
+    assert "did not join within 500 ms" in errors[0], errors[0]
+    for line in errors[1:]:
+        assert "refused, the service is unusable for this hook since" in line, line
+    other = (run / "rank-1" / "dist.txt").read_text().splitlines()
+    assert not [line for line in other if line.startswith("error ")], other
+    for rank, r in enumerate(results):
+        assert r["outcome"] == "stopped" and r["global_step"] == 5, r
 
 
 def test_a_resumed_job_gives_each_rank_its_own_random_generator_and_the_chiefs_model(jobs):
