@@ -3,11 +3,17 @@
 // built on, reached through the installed header alone.
 #include <hookhost/host/job.hpp>
 
+#include <hookhost/host/checkpoint.hpp>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cstring>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -19,6 +25,7 @@ namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Steps count up; "loss" is 1 / (step + 1); the state is the step as text.
 class CountingSession final : public Session {
@@ -149,6 +156,56 @@ TEST(EmbeddingJob, AWorkloadSectionIsRefusedWithItsLine) {
                                 HasSubstr("remove the section")));
   }
   EXPECT_FALSE(fs::exists(dir.path() / "run"));  // nothing was started
+}
+
+// A session with a part of its state of its own per process (Session::save_rank_state, what the
+// Python package's TorchRandomState is in a torch.distributed job): a checkpoint's entry
+// hookhost:rank-workload goes back to the session on resume, and to no hook.
+class RankPartSession final : public Session {
+ public:
+  void create(int) override {}
+  int64_t global_step() const override { return step_; }
+  std::vector<std::string> fetchable() const override { return {}; }
+  std::vector<std::string> feedable() const override { return {}; }
+  StepResult run(const std::vector<std::string>&, const TensorMap&) override {
+    ++step_;
+    return {};
+  }
+  std::string save_state() const override { return std::to_string(step_); }
+  void restore_state(std::string_view bytes) override { step_ = std::stoll(std::string(bytes)); }
+  std::optional<std::string> save_rank_state() const override { return "mine"; }
+  void restore_rank_state(std::string_view bytes) override { restored.emplace(bytes); }
+  std::optional<std::string> restored;
+
+ private:
+  int64_t step_ = 0;
+};
+
+TEST(EmbeddingJob, AProcessesPartOfTheWorkloadStateGoesBackToTheSessionOnResumeAndToNoHook) {
+  TempDir dir;
+  write_file(dir.path() / "job.ini",
+             "[run]\nrun_dir = run\n[hook.stop]\nplugin = stop_at_step\nlast_step = 5\n");
+  Checkpoint saved;
+  saved.global_step = 3;
+  saved.workload_state = "3";
+  saved.hook_states["hookhost:rank-workload"] = SavedHookState{"hookhost", 1, "generator@3"};
+  write_checkpoint(dir.path() / "run" / "checkpoints", "model.ckpt", saved, 5);
+
+  RankPartSession session;
+  JobOptions options = options_for(dir.path() / "job.ini", session);
+  std::ostringstream log;
+  options.logger = std::make_shared<spdlog::logger>(
+      "hookhost", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  options.logger->set_level(spdlog::level::debug);
+  Job job(std::move(options));
+  EXPECT_EQ(session.global_step(), 3);
+  EXPECT_EQ(session.restored, "generator@3");
+  ASSERT_TRUE(job.runtime().start());
+  while (!job.runtime().should_stop()) job.runtime().run();
+  EXPECT_EQ(job.runtime().close().global_step, 5);
+  // Not offered to the hooks as an instance's state (which start() would name as unconfigured).
+  EXPECT_THAT(log.str(), HasSubstr("resuming from")) << log.str();
+  EXPECT_THAT(log.str(), Not(HasSubstr("rank-workload"))) << log.str();
 }
 
 }  // namespace HOOKHOST_TEST_FILE

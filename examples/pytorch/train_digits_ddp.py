@@ -7,9 +7,9 @@ DistributedDataParallel, and the same hooks around the loop (digits.ini). Start 
 Every process runs the loop on its share of each global batch of 32; hookhost keeps one global
 step, stops every process after the same step when a hook on any of them asks, and runs the
 output hooks (progress, log, TensorBoard, a history.csv, checkpoints, the test accuracy) on
-rank 0 only. Run it again with the same run directory and every rank resumes from the newest checkpoint;
-a process killed at any moment (even kill -9) ends the job, and the resumed job ends with the
-same model as an uninterrupted one.
+rank 0 only. Run it again with the same run directory and every rank resumes from the newest
+checkpoint; a process killed at any moment (even kill -9) ends the job, and the resumed job ends
+with the same model as an uninterrupted one.
 """
 import argparse
 import os

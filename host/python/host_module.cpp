@@ -452,7 +452,9 @@ class PyJob {
     options.builtin_plugin_dir = builtin_plugin_dir;
     options.fresh = fresh;
     // A job of several processes (torch.distributed): `distributed` holds the per-rank state.
-    if (!distributed.is_none()) options.communicator = hookhost_python::torch_communicator();
+    if (!distributed.is_none())
+      options.communicator = hookhost_python::torch_communicator(
+          std::chrono::milliseconds(options.config.collective_timeout_ms));
     const bool several = options.communicator && options.communicator->size() > 1;
     logger_ = make_logger(
         options.config.log_level,

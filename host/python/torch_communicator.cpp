@@ -34,8 +34,10 @@ class TorchCommunicator final : public Communicator {
  public:
   // `group`: a gloo group of the processes `members` (their ranks in the default group, in this
   // communicator's rank order), of which this process is one.
-  TorchCommunicator(py::object group, std::vector<int> members, int rank)
-      : torch_(py::module_::import("torch")),
+  TorchCommunicator(py::object group, std::vector<int> members, int rank,
+                    std::chrono::milliseconds split_timeout)
+      : split_timeout_(split_timeout),
+        torch_(py::module_::import("torch")),
         dist_(py::module_::import("torch.distributed")),
         group_(std::move(group)),
         members_(std::move(members)),
@@ -173,9 +175,12 @@ class TorchCommunicator final : public Communicator {
         ranks.push_back(members_[r]);
       }
     if (ranks.empty()) return nullptr;  // new_group(ranks=[]) would be the whole world
-    py::object group = dist_.attr("new_group")("ranks"_a = ranks, "backend"_a = "gloo");
+    py::object group = dist_.attr("new_group")(
+        "ranks"_a = ranks, "backend"_a = "gloo",
+        "timeout"_a = timedelta_("milliseconds"_a = split_timeout_.count()));
     if (!member) return nullptr;
-    return std::make_unique<TorchCommunicator>(std::move(group), std::move(ranks), my_rank);
+    return std::make_unique<TorchCommunicator>(std::move(group), std::move(ranks), my_rank,
+                                               split_timeout_);
   }
 
   [[noreturn]] void abort(int exit_code) override {
@@ -243,6 +248,7 @@ class TorchCommunicator final : public Communicator {
     }
   }
 
+  std::chrono::milliseconds split_timeout_;
   py::object torch_, dist_, group_;
   py::object sum_, min_, max_, timedelta_;
   std::vector<int> members_;  // default-group rank of each rank of this communicator
@@ -253,7 +259,7 @@ class TorchCommunicator final : public Communicator {
 
 }  // namespace
 
-std::shared_ptr<Communicator> torch_communicator() {
+std::shared_ptr<Communicator> torch_communicator(std::chrono::milliseconds split_timeout) {
   py::module_ dist = py::module_::import("torch.distributed");
   if (!dist.attr("is_available")().cast<bool>() || !dist.attr("is_initialized")().cast<bool>())
     throw std::runtime_error(
@@ -264,7 +270,8 @@ std::shared_ptr<Communicator> torch_communicator() {
   std::vector<int> members;
   for (int r = 0; r < world; ++r) members.push_back(r);
   py::object group = dist.attr("new_group")("backend"_a = "gloo");
-  return std::make_shared<TorchCommunicator>(std::move(group), std::move(members), rank);
+  return std::make_shared<TorchCommunicator>(std::move(group), std::move(members), rank,
+                                             split_timeout);
 }
 
 }  // namespace hookhost_python

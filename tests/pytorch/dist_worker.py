@@ -81,6 +81,8 @@ def run_scenario(SCENARIO):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if SCENARIO == "step_raises" and rank == 1 and len(steps_run) == 3:
+            raise ValueError("the step broke on rank 1")  # after DDP's allreduce: no one waits
         return {"loss": loss.detach()}
 
     run_dir = os.path.join(FOLDER, "run")
@@ -112,8 +114,15 @@ def run_scenario(SCENARIO):
     elif SCENARIO in ("fail_after", "fail_before"):
         hooks = [Recorder("rec", fail_rank=1, fail_in=SCENARIO[5:] + "_run", at=2)]
         overrides = ["hook.rec.on_error=fail"]
+    elif SCENARIO == "step_raises":
+        hooks = [Recorder("rec")]
     elif SCENARIO == "dist":
         config += "[hook.avg]\nplugin = dist_probe\n"
+        extra["plugin_dirs"] = [FIXTURES]
+    elif SCENARIO == "dist_alone":  # only the chief calls allreduce: the other never joins
+        config = config.replace("log_level = warn\n",
+                                "log_level = warn\ncollective_timeout_ms = 500\n")
+        config += "[hook.avg]\nplugin = dist_probe\nmode = chief_only\n"
         extra["plugin_dirs"] = [FIXTURES]
     elif SCENARIO in ("checkpoint", "resume"):
         # A seed per rank: the random generators differ, and each must come back as it was.
@@ -123,15 +132,19 @@ def run_scenario(SCENARIO):
         if SCENARIO == "resume":
             config = config.replace("last_step = 5", "last_step = 7")
     result = {"rank": rank}
-    with hookhost.MonitoredSession(config=_write(config), hooks=hooks, outputs=["loss"],
-                                   set=overrides, state=state, **extra) as session:
-        result["start_step"] = session.global_step
-        result["first_draw"] = torch.rand(1).item()
-        result["is_chief"] = session.is_chief
-        result["world_size"] = session.world_size
-        result["run_dir"] = session.run_dir
-        while not session.should_stop():
-            session.run(step)
+    session = hookhost.MonitoredSession(config=_write(config), hooks=hooks, outputs=["loss"],
+                                        set=overrides, state=state, **extra)
+    try:
+        with session:
+            result["start_step"] = session.global_step
+            result["first_draw"] = torch.rand(1).item()
+            result["is_chief"] = session.is_chief
+            result["world_size"] = session.world_size
+            result["run_dir"] = session.run_dir
+            while not session.should_stop():
+                session.run(step)
+    except ValueError as e:  # the step's own, passed on once the job ended
+        result["raised"] = str(e)
     result["last_draw"] = torch.rand(1).item()
     result.update(session.result)
     result["steps_run_here"] = len(steps_run)

@@ -21,7 +21,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-SCENARIOS = ["placement", "stop", "fail_after", "fail_before", "dist", "checkpoint", "resume"]
+SCENARIOS = ["placement", "stop", "fail_after", "fail_before", "step_raises", "dist",
+             "dist_alone", "checkpoint", "resume"]
 
 
 def run_jobs(folder, scenarios, world=2):
@@ -84,7 +85,7 @@ def test_chief_only_hooks_and_outputs_run_on_rank_0_and_every_rank_shares_the_st
     # One history, one TensorBoard file, one run record (hookhost report's), all the chief's.
     assert (run / "history.csv").is_file()
     assert (run / "run-record.jsonl").is_file()
-    assert sorted(os.listdir(run / "rank-1")) == ["trace.jsonl"]
+    assert [f for f in os.listdir(run / "rank-1") if not f.startswith(".")] == ["trace.jsonl"]
     assert len(list(run.rglob("events.out.tfevents.*"))) == 1
     assert not list((run / "rank-1").rglob("events.out.tfevents.*"))
     # lifecycle_trace runs on every rank, in each rank's own folder, at the same global steps.
@@ -130,6 +131,19 @@ def test_a_failure_on_rank_1_ends_every_rank_failed_at_the_same_step_with_its_re
     assert results[0]["weights"] == results[1]["weights"]
 
 
+def test_the_steps_exception_on_rank_1_ends_every_rank_failed_after_that_step(jobs):
+    tmp_path, results = job(jobs, "step_raises")
+    assert results[1]["raised"] == "the step broke on rank 1"
+    assert "raised" not in results[0]  # rank 0's loop ended on should_stop()
+    for rank, r in enumerate(results):
+        assert r["outcome"] == "failed", r
+        assert "the step raised ValueError: the step broke on rank 1 (rank 1)" in r["reason"], r
+        assert r["steps_run_here"] == 3, r  # the step at global step 2 ran on both; no later one
+        assert lines(tmp_path, "rec", rank)[-1].startswith("end"), rank
+    # Rank 0's step counted, rank 1's did not.
+    assert [r["global_step"] for r in results] == [3, 2]
+
+
 def test_a_native_hooks_allreduce_averages_over_the_process_group(jobs):
     tmp_path, _ = job(jobs, "dist")
     run = tmp_path / "run"
@@ -148,6 +162,23 @@ def test_a_native_hooks_allreduce_averages_over_the_process_group(jobs):
     losses = [[float(line.split("loss=")[1].split()[0]) for line in probe
                if line.startswith("step=")] for probe in probes]
     assert losses[0] != losses[1]  # each rank's own shard
+
+
+def test_a_native_hooks_allreduce_on_the_chief_alone_times_out_naming_it_and_the_job_goes_on(jobs):
+    tmp_path, results = job(jobs, "dist_alone")
+    run = tmp_path / "run"
+    chief = (run / "dist.txt").read_text().splitlines()
+    errors = [line for line in chief if line.startswith("error ")]
+    assert len(errors) == 6, chief  # five after_run calls and the one in end
+    assert ("hh.dist/1 allreduce: hook 'avg' (plugin 'dist_probe') in after_run at global step"
+            in errors[0]), errors[0]
+    assert "did not join within 500 ms" in errors[0], errors[0]
+    for line in errors[1:]:
+        assert "refused, the service is unusable for this hook since" in line, line
+    other = (run / "rank-1" / "dist.txt").read_text().splitlines()
+    assert not [line for line in other if line.startswith("error ")], other
+    for rank, r in enumerate(results):
+        assert r["outcome"] == "stopped" and r["global_step"] == 5, r
 
 
 def test_a_resumed_job_gives_each_rank_its_own_random_generator_and_the_chiefs_model(jobs):
