@@ -210,6 +210,33 @@ TEST_F(IsolationCli, AnInProcessObserversCallTimeoutIsNotWatched) {
   }
 }
 
+// The runner is looked for where HOOKHOST_RUNNER names it first, then next to the program
+// (isolation.md): a wrapper it names runs every runner; a name that is no program falls back.
+TEST_F(IsolationCli, HookhostRunnerNamesTheRunnerFirstAndAMissingOneFallsBackBesideTheProgram) {
+  const fs::path marker = dir_ / "wrapper-ran";
+  const fs::path wrapper = dir_ / "runner-wrapper.sh";
+  write_file(wrapper, "#!/bin/sh\necho ran >> '" + marker.string() + "'\nexec '" +
+                          (hookhost_binary().parent_path() / "hookhost-runner").string() +
+                          "' \"$@\"\n");
+  fs::permissions(wrapper, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  ProcessResult r = run("how = none", {"--fresh"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(marker));
+  r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                    plugins_.string(), "--fresh"},
+                   dir_.path(), {"HOOKHOST_RUNNER=" + wrapper.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count(read_file(marker), "ran"), 2);  // one runner per sandboxed hook
+  EXPECT_EQ(trace_calls("end"), 1);
+  r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                    plugins_.string(), "--fresh"},
+                   dir_.path(), {"HOOKHOST_RUNNER=" + (dir_ / "no-such-runner").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(trace_calls("end"), 1);
+  EXPECT_EQ(count(read_file(marker), "ran"), 2);  // not the wrapper again
+}
+
 TEST_F(IsolationCli, IsolationKeysAreValidated) {
   for (const std::string bad : {"isolation = sandbox", "call_timeout_ms = -1", "on_crash = reboot",
                                 "max_restarts = lots"}) {
