@@ -14,6 +14,7 @@
 
 #include "mpi_launch.hpp"
 #include "placement_fork.hpp"
+#include "report/run_record.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -194,6 +195,13 @@ TEST_F(MpiJob, ChiefOnlyHooksWriteTheirOutputsOnce) {
     if (entry.path().filename() != ".hookhost.lock")
       ADD_FAILURE() << "rank 1 wrote " << entry.path();
   EXPECT_EQ(count_occurrences(r.err, "wrote checkpoint"), 3) << r.err;  // steps 0, 10 and 20
+  // One run record for the job, the chief's (operations.md), naming the whole job.
+  const RunRecord record = read_run_record(dir_ / "out" / kRunRecordFile);
+  ASSERT_EQ(record.starts.size(), 1u);
+  EXPECT_EQ(record.starts[0].rank, 0);
+  EXPECT_EQ(record.starts[0].world, 2);
+  ASSERT_EQ(record.costs.size(), 1u);
+  EXPECT_EQ(record.costs[0].global_step, 20);
 }
 
 // Live control is not offered to a distributed job (changing several processes' hooks at one
