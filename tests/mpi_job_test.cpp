@@ -204,6 +204,35 @@ TEST_F(MpiJob, ChiefOnlyHooksWriteTheirOutputsOnce) {
   EXPECT_EQ(record.costs[0].global_step, 20);
 }
 
+// A rank that dies ends the job (the launcher ends the others), and the restart resumes every rank
+// from the chief's checkpoint (limits.md): no elastic membership, no step lost past it.
+TEST_F(MpiJob, ARankThatDiesEndsTheJobAndTheRestartResumesFromTheChiefsCheckpoint) {
+  const fs::path config =
+      write_config("job.ini",
+                   "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n"
+                   "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n"
+                   "[hook.checkpoint_saver]\nsave_steps = 5\n"
+                   "[hook.killer]\nplugin = scripted\nranks = 1\ntrace = " +
+                       (dir_ / "trace.txt").string() +
+                       "\nkill_at_step = 7\nkill_marker = " + (dir_ / "killed").string() + "\n");
+  const std::vector<std::string> args{"--config", config.string(), "--plugin-dir",
+                                      HOOKHOST_FIXTURE_DIR};
+  const ProcessResult died = mpirun(2, args);
+  EXPECT_NE(died.exit_code, 0) << died.out << died.err;
+  EXPECT_TRUE(fs::exists(dir_ / "killed"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "checkpoints" / "model.ckpt-5"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "checkpoints" / "model.ckpt-10"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1" / "checkpoints"));  // the chief's alone
+
+  const ProcessResult again = mpirun(2, args);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  for (const char* rank : {"[rank 0]", "[rank 1]"})
+    EXPECT_THAT(again.err, HasSubstr(std::string(rank) + " [hookhost] [info] resuming from " +
+                                     (dir_ / "out" / "checkpoints" / "model.ckpt-5").string() +
+                                     " at global step 5"));
+  EXPECT_THAT(again.out, HasSubstr("at global step 20"));
+}
+
 // Live control is not offered to a distributed job (changing several processes' hooks at one
 // boundary is not built): no control socket, and hookhost ctl says why.
 TEST_F(MpiJob, ADistributedJobTakesNoLiveControlAndCtlSaysSo) {
