@@ -89,7 +89,16 @@ for plugin in "$prefix"/lib/hookhost/plugins/*.so; do
   echo "   $id: ${out##*$'\n'}"
 done
 
-python_dir=$(find "$prefix/lib" -maxdepth 3 -type d -name dist-packages | head -n 1)
+# Where docs/pytorch.md says the package goes: HOOKHOST_PYTHON_INSTALL_DIR, by default
+# lib/python3.X/dist-packages for Debian's /usr/bin/python3.
+python_dir=""
+if ls "$build_dir"/python/hookhost/_host.*.so >/dev/null 2>&1; then
+  python_dir=$prefix/$(sed -n 's/^HOOKHOST_PYTHON_INSTALL_DIR:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+  if [ ! -f "$python_dir/hookhost/__init__.py" ] || ! ls "$python_dir"/hookhost/_host.*.so >/dev/null 2>&1; then
+    echo "install-check: the Python package is not installed in $python_dir" >&2
+    exit 1
+  fi
+fi
 if [ -n "$python_dir" ]; then
   step "the Python package: hookhost.MonitoredSession from the moved prefix, a sandboxed built-in"
   # Neither PATH nor HOOKHOST_RUNNER names the installation: the package finds its plugins and

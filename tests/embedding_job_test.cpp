@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "report/run_record.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -76,6 +77,18 @@ TEST(EmbeddingJob, HooksFromAFileRunAroundTheProgramsSessionAndItsLoop) {
   }
   EXPECT_EQ(session.runs, 5);
   EXPECT_TRUE(fs::exists(dir.path() / "run" / "checkpoints" / "model.ckpt-5"));  // the final save
+  // The same run record hookhost run writes (operations.md): the start, the checkpoints, and the
+  // cost line, written when the job was destroyed.
+  const RunRecord record = read_run_record(dir.path() / "run" / kRunRecordFile);
+  ASSERT_EQ(record.starts.size(), 1u);
+  EXPECT_FALSE(record.starts[0].resume);
+  EXPECT_THAT(record.starts[0].configuration, HasSubstr("[hook.stop] plugin = stop_at_step"));
+  std::size_t checkpoints = 0;
+  for (const auto& e : record.events) checkpoints += e.kind == "checkpoint";
+  EXPECT_GE(checkpoints, 3u);  // steps 0, 2, 4 and the final 5
+  ASSERT_EQ(record.costs.size(), 1u);
+  EXPECT_EQ(record.costs[0].outcome, "stopped");
+  EXPECT_EQ(record.costs[0].global_step, 5);
 
   // A new job in the same run directory resumes the session before any hook is created: at the
   // limit already, the loop runs no step.

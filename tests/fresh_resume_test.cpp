@@ -137,6 +137,38 @@ TEST_F(FreshResumeTest, EverySkippedCheckpointNamesItsFile) {
             (checkpoints() / "model.ckpt-40").string() + ": the state is bad");
 }
 
+// `iteration` counts the steps of this process (departures-from-tensorflow.md): 0 again in a
+// resumed job, while the global step goes on from the checkpoint.
+TEST(IterationCount, StartsAtZeroAgainInAResumedJobWhileTheGlobalStepGoesOn) {
+  TempDir dir;
+  const fs::path plugins = dir / "plugins";
+  fs::create_directories(plugins);
+  copy_plugin(fixture_plugin("scripted"), plugins);
+  write_file(dir / "job.ini",
+             "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 2\n\n"
+             "[hook.obs]\nplugin = scripted\ntrace = " +
+                 (dir / "trace.txt").string() +
+                 "\n\n[hook.ckpt]\nplugin = checkpoint_saver\nsave_steps = 4\n");
+  const std::vector<std::string> args{"run", "--config", (dir / "job.ini").string(), "--plugin-dir",
+                                      plugins.string()};
+  ProcessResult first = run_hookhost(args, dir.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::vector<std::string> more = args;
+  more.insert(more.end(), {"--set", "workload.epochs=4"});
+  ProcessResult resumed = run_hookhost(more, dir.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::string trace = read_file(dir / "trace.txt");
+  const std::size_t second = trace.find("obs begin", 1);
+  ASSERT_NE(second, std::string::npos) << trace;
+  const std::string before = trace.substr(0, second), after = trace.substr(second);
+  EXPECT_THAT(before, HasSubstr("obs before_run gs=7 live=7 it=7\n"));
+  // The resumed job starts at the checkpoint's step 8 with iteration 0.
+  EXPECT_THAT(after, HasSubstr("obs after_create_session gs=8 "));
+  EXPECT_THAT(after, HasSubstr("obs before_run gs=8 live=8 it=0\n"));
+  EXPECT_THAT(after, HasSubstr("obs before_run gs=15 live=15 it=7\n"));
+  EXPECT_THAT(after, Not(HasSubstr("gs=0 ")));
+}
+
 }  // namespace HOOKHOST_TEST_FILE
 }  // namespace
 }  // namespace hookhost::testing

@@ -186,6 +186,57 @@ TEST_F(IsolationCli, TheWatchdogNamesASlowInProcessCall) {
   EXPECT_LE(warnings, 5);
 }
 
+// An in-process observer's call_timeout_ms is not watched: its calls are off the step
+// (observers.md). The same slow after_run on the step is named.
+TEST_F(IsolationCli, AnInProcessObserversCallTimeoutIsNotWatched) {
+  for (const bool observer : {true, false}) {
+    SCOPED_TRACE(observer ? "observer" : "on the step");
+    write_file(dir_ / "job.ini",
+               "[run]\nrun_dir = run\n\n[workload]\nname = linreg\nepochs = 1\n\n[hook.slow]\n"
+               "plugin = scripted\ncall_timeout_ms = 20\nafter_run_sleep_ms = 150\nfetch = loss\n" +
+                   std::string(observer ? "mode = observe\n" : "") +
+                   "trace = " + (dir_ / "slow.txt").string() + "\n");
+    ProcessResult r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                                    plugins_.string(), "--fresh"},
+                                   dir_.path());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(count(read_file(dir_ / "slow.txt"), "slow after_run gs="), 4);
+    if (observer) {
+      EXPECT_THAT(r.err, Not(HasSubstr("over its call_timeout_ms")));
+    } else {
+      EXPECT_THAT(r.err, HasSubstr("has been running in after_run at global step 0 for "));
+    }
+    fs::remove(dir_ / "slow.txt");
+  }
+}
+
+// The runner is looked for where HOOKHOST_RUNNER names it first, then next to the program
+// (isolation.md): a wrapper it names runs every runner; a name that is no program falls back.
+TEST_F(IsolationCli, HookhostRunnerNamesTheRunnerFirstAndAMissingOneFallsBackBesideTheProgram) {
+  const fs::path marker = dir_ / "wrapper-ran";
+  const fs::path wrapper = dir_ / "runner-wrapper.sh";
+  write_file(wrapper, "#!/bin/sh\necho ran >> '" + marker.string() + "'\nexec '" +
+                          (hookhost_binary().parent_path() / "hookhost-runner").string() +
+                          "' \"$@\"\n");
+  fs::permissions(wrapper, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  ProcessResult r = run("how = none", {"--fresh"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(marker));
+  r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                    plugins_.string(), "--fresh"},
+                   dir_.path(), {"HOOKHOST_RUNNER=" + wrapper.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count(read_file(marker), "ran"), 2);  // one runner per sandboxed hook
+  EXPECT_EQ(trace_calls("end"), 1);
+  r = run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                    plugins_.string(), "--fresh"},
+                   dir_.path(), {"HOOKHOST_RUNNER=" + (dir_ / "no-such-runner").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(trace_calls("end"), 1);
+  EXPECT_EQ(count(read_file(marker), "ran"), 2);  // not the wrapper again
+}
+
 TEST_F(IsolationCli, IsolationKeysAreValidated) {
   for (const std::string bad : {"isolation = sandbox", "call_timeout_ms = -1", "on_crash = reboot",
                                 "max_restarts = lots"}) {

@@ -14,6 +14,7 @@
 
 #include "mpi_launch.hpp"
 #include "placement_fork.hpp"
+#include "report/run_record.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -194,6 +195,42 @@ TEST_F(MpiJob, ChiefOnlyHooksWriteTheirOutputsOnce) {
     if (entry.path().filename() != ".hookhost.lock")
       ADD_FAILURE() << "rank 1 wrote " << entry.path();
   EXPECT_EQ(count_occurrences(r.err, "wrote checkpoint"), 3) << r.err;  // steps 0, 10 and 20
+  // One run record for the job, the chief's (operations.md), naming the whole job.
+  const RunRecord record = read_run_record(dir_ / "out" / kRunRecordFile);
+  ASSERT_EQ(record.starts.size(), 1u);
+  EXPECT_EQ(record.starts[0].rank, 0);
+  EXPECT_EQ(record.starts[0].world, 2);
+  ASSERT_EQ(record.costs.size(), 1u);
+  EXPECT_EQ(record.costs[0].global_step, 20);
+}
+
+// A rank that dies ends the job (the launcher ends the others), and the restart resumes every rank
+// from the chief's checkpoint (limits.md): no elastic membership, no step lost past it.
+TEST_F(MpiJob, ARankThatDiesEndsTheJobAndTheRestartResumesFromTheChiefsCheckpoint) {
+  const fs::path config =
+      write_config("job.ini",
+                   "[run]\ndistributed = mpi\nrun_dir = out\n[workload]\nepochs = 0\n"
+                   "[hook.stop]\nplugin = stop_at_step\nlast_step = 20\n"
+                   "[hook.checkpoint_saver]\nsave_steps = 5\n"
+                   "[hook.killer]\nplugin = scripted\nranks = 1\ntrace = " +
+                       (dir_ / "trace.txt").string() +
+                       "\nkill_at_step = 7\nkill_marker = " + (dir_ / "killed").string() + "\n");
+  const std::vector<std::string> args{"--config", config.string(), "--plugin-dir",
+                                      HOOKHOST_FIXTURE_DIR};
+  const ProcessResult died = mpirun(2, args);
+  EXPECT_NE(died.exit_code, 0) << died.out << died.err;
+  EXPECT_TRUE(fs::exists(dir_ / "killed"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "checkpoints" / "model.ckpt-5"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "checkpoints" / "model.ckpt-10"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1" / "checkpoints"));  // the chief's alone
+
+  const ProcessResult again = mpirun(2, args);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  for (const char* rank : {"[rank 0]", "[rank 1]"})
+    EXPECT_THAT(again.err, HasSubstr(std::string(rank) + " [hookhost] [info] resuming from " +
+                                     (dir_ / "out" / "checkpoints" / "model.ckpt-5").string() +
+                                     " at global step 5"));
+  EXPECT_THAT(again.out, HasSubstr("at global step 20"));
 }
 
 // Live control is not offered to a distributed job (changing several processes' hooks at one

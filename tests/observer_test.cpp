@@ -425,6 +425,39 @@ TEST_F(ObserverJob, APluginThatDeclaresItselfAnObserverRunsBehindTheStepUnlessIt
   EXPECT_THAT(r.out, HasSubstr("mode: step (its hooks run on the step"));
 }
 
+// Every built-in plugin but progress_bar and early_stopping, whose `mode` is a parameter of their
+// own, accepts `mode = observe` (observers.md); those two refuse it naming the key.
+TEST(ObserverBuiltins, EveryBuiltInButProgressBarAndEarlyStoppingAcceptsModeObserve) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> plugins = {
+      {"checkpoint_saver", "save_steps = 10"},
+      {"early_stopping", ""},
+      {"global_step_waiter", "wait_until_step = 0"},
+      {"history_saver", ""},
+      {"lifecycle_trace", ""},
+      {"logging_tensor", "tensors = loss\nevery_n_iter = 10"},
+      {"loss_threshold", "threshold = 0.1"},
+      {"nan_tensor", ""},
+      {"progress_bar", ""},
+      {"step_counter", ""},
+      {"stop_at_step", "last_step = 10"},
+      {"summary_saver", "save_steps = 10"},
+      {"time_limit", "max_secs = 60"}};
+  for (const auto& [plugin, keys] : plugins) {
+    SCOPED_TRACE(plugin);
+    write_file(dir / "job.ini",
+               "[run]\nrun_dir = run\n[workload]\nname = linreg\n[hook.h]\nplugin = " + plugin +
+                   "\nmode = observe\n" + keys + "\n");
+    const ProcessResult r = run_hookhost({"run", "--check", "--config", "job.ini"}, dir.path());
+    if (plugin == "progress_bar" || plugin == "early_stopping") {
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_THAT(r.err, AllOf(HasSubstr("job.ini:7: [hook.h] mode:"), HasSubstr(plugin)));
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+}
+
 // The same through the embedding API: HookSettings::observer on a Runtime of one's own.
 class ObserverRuntime : public ::testing::Test {
  protected:

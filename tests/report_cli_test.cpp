@@ -113,6 +113,27 @@ TEST(ReportCli, WhatIsNotARunDirectoryIsAUsageErrorThatSaysWhatToDo) {
   EXPECT_THAT(run_hookhost({"--help"}, dir.path()).out, HasSubstr("hookhost report RUN_DIR"));
 }
 
+// A page `hookhost report` cannot write is exit status 1 naming the file; a report `hookhost run`
+// cannot write is a warning, and the job still succeeds (operations.md).
+TEST(ReportCli, AnUnwritablePageIsExit1ButOnlyAWarningForTheJob) {
+  TempDir dir;
+  write_file(dir / "job.ini", kJob);
+  const fs::path run = dir / "run";
+  fs::create_directories(run / "report.html");  // a folder where the page goes
+  const ProcessResult job = run_hookhost({"run", "--config", "job.ini"}, dir.path());
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_THAT(job.err, HasSubstr("warning: no run report"));
+  EXPECT_THAT(job.out + job.err, HasSubstr((run / "report.html").string()));
+  EXPECT_TRUE(fs::exists(run / kRunRecordFile));
+
+  const fs::path nowhere = dir / "no" / "such" / "folder" / "page.html";
+  const ProcessResult report =
+      run_hookhost({"report", run.string(), "--output", nowhere.string()}, dir.path());
+  EXPECT_EQ(report.exit_code, 1) << report.out << report.err;
+  EXPECT_THAT(report.err, HasSubstr(nowhere.string()));
+  EXPECT_FALSE(fs::exists(nowhere));
+}
+
 TEST(ReportCli, CheckWritesNoRecordAndNoReport) {
   TempDir dir;
   write_file(dir / "job.ini", kJob);

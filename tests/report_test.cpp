@@ -482,6 +482,75 @@ TEST(ReportHtml, TheStepsWaitForCheckpointWritesIsShownApartFromTheHooks) {
   EXPECT_THAT(read_file(none / kReportFile), Not(HasSubstr("waited for the previous write")));
 }
 
+// A timeline of more than 500 events shows the first 200 and the last 300 and says how many it
+// leaves out (operations.md); one of 500 shows them all.
+TEST(ReportHtml, ALongTimelineShowsItsFirst200AndLast300EventsAndCountsTheRest) {
+  auto page_of = [](int checkpoints) {
+    RunRecord record;
+    record.starts.push_back(a_start(false, 0));  // the timeline's first row
+    for (int i = 1; i <= checkpoints; ++i)
+      record.events.push_back(
+          RecordedEvent{1700000001.0 + i, "checkpoint", i, "", "ckpt-" + std::to_string(i) + "."});
+    return render_report_html("run", record, EventScan{});
+  };
+  const std::string html = page_of(1000);  // 1001 rows
+  EXPECT_THAT(html, HasSubstr("501 more events not shown (all are in run-record.jsonl)"));
+  EXPECT_THAT(html,
+              AllOf(HasSubstr("ckpt-1."), HasSubstr("ckpt-199."), Not(HasSubstr("ckpt-200.")),
+                    Not(HasSubstr("ckpt-700.")), HasSubstr("ckpt-701."), HasSubstr("ckpt-1000.")));
+  const std::string all = page_of(499);  // 500 rows
+  EXPECT_THAT(all, AllOf(HasSubstr("ckpt-499."), Not(HasSubstr("more events not shown"))));
+}
+
+// The configuration as run appears once for each start whose configuration differs from the one
+// before; the plugins are listed with the SHA-256 of their bytes.
+TEST(ReportHtml, EachDifferentConfigurationOnceAndThePluginsWithTheirSha256) {
+  RunRecord record;
+  record.starts.push_back(a_start(false, 0, "[run] first = 1"));
+  record.starts.push_back(a_start(true, 10, "[run] first = 1"));  // the same: not again
+  record.starts.push_back(a_start(true, 20, "[run] second = 2"));
+  record.starts.push_back(a_start(true, 30, "[run] first = 1"));  // differs from the one before
+  const std::string html = render_report_html("run", record, EventScan{});
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = html.find(needle); at != std::string::npos; at = html.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<pre>[run] first = 1</pre>"), 2u);
+  EXPECT_EQ(count("<pre>[run] second = 2</pre>"), 1u);
+  EXPECT_THAT(html, Not(HasSubstr("at global step 10</h3>")));
+  EXPECT_THAT(html,
+              AllOf(HasSubstr("at global step 20</h3>"), HasSubstr("at global step 30</h3>")));
+  EXPECT_THAT(html, AllOf(HasSubstr(std::string(64, 'a')), HasSubstr("/plugins/stop_at_step.so"),
+                          HasSubstr("stop, stop2")));
+}
+
+// A record written by a newer hookhost, with fields this one does not know, is read: the unknown
+// fields are ignored (operations.md), not a bad line.
+TEST(RunRecord, UnknownFieldsOfANewerHookhostAreIgnored) {
+  TempDir dir;
+  const fs::path file = dir / kRunRecordFile;
+  {
+    RunRecordWriter writer(file);
+    writer.write(a_start(false, 0));
+    writer.write(RecordedEvent{1700000001, "checkpoint", 100, "", "ckpt-100"});
+  }
+  std::vector<std::string> lines = testing::lines_of(file);
+  ASSERT_EQ(lines.size(), 2u);
+  std::string text;
+  for (std::string& line : lines) {
+    ASSERT_EQ(line.front(), '{');
+    text += "{\"a_field_from_the_future\":{\"x\":[1,2]},\"another\":\"y\"," + line.substr(1) + "\n";
+  }
+  write_file(file, text);
+  const RunRecord record = read_run_record(file);
+  EXPECT_TRUE(record.bad_lines.empty()) << ::testing::PrintToString(record.bad_lines);
+  ASSERT_EQ(record.starts.size(), 1u);
+  EXPECT_EQ(record.starts[0].plugins.at(0).sha256, std::string(64, 'a'));
+  ASSERT_EQ(record.events.size(), 1u);
+  EXPECT_EQ(record.events[0].text, "ckpt-100");
+}
+
 TEST(ReportHtml, WrittenAtomicallyReplacingAnOldReportAndNamingAMissingRecord) {
   TempDir dir;
   write_file(dir / kReportFile, "old report");

@@ -4,13 +4,15 @@ last_checkpoint and result's keys, a state_dict() value of a type it cannot save
 hook's original_args (departures-from-tensorflow.md)."""
 import gc
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 import hookhost
-from conftest import write_ini
+from conftest import PYTHON_DIR, write_ini
 
 
 def config(tmp_path, extra=""):
@@ -134,3 +136,21 @@ def test_a_python_hooks_original_args_carries_no_fetches_or_feeds(tmp_path):
     for args in hook.seen:
         assert isinstance(args, hookhost.SessionRunArgs)
         assert args.fetches is None and args.feed_dict is None
+
+
+def test_the_package_imports_no_torch_for_a_program_that_has_not_and_gives_no_state(tmp_path):
+    # (The state= case imports torch by design; importing it here would cost seconds.)
+    ini = config(tmp_path)
+    program = (
+        "import sys\n"
+        "sys.path.insert(0, %r)\n"
+        "import numpy as np\n"
+        "import hookhost\n"
+        "with hookhost.MonitoredSession(%r) as session:\n"
+        "    session.run(lambda feeds: {'loss': np.float32(1.0)})\n"
+        "session.close()\n"
+        "print(session.result['outcome'], 'torch' in sys.modules)\n") % (PYTHON_DIR, ini)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "completed False", done.stdout

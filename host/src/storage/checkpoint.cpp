@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -33,6 +34,12 @@ constexpr uint8_t hook_section_of(uint32_t format) {
 constexpr char kIndexName[] = "checkpoint";
 // A file being written is "." + its final name + kTemporaryMark + the writer's pid.
 constexpr char kTemporaryMark[] = ".tmp-";
+
+// Integers are copied in the host's byte order, which is the format's only on a little-endian
+// host (docs/limits.md): a build for another one is refused rather than writing unreadable files.
+static_assert(std::endian::native == std::endian::little,
+              "hookhost checkpoints are little-endian and written in the host's byte order: "
+              "this host is not little-endian");
 
 template <typename T>
 void put(std::string& out, T value) {
