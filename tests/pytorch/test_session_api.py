@@ -1,6 +1,7 @@
 """Promises of docs/pytorch.md about MonitoredSession's arguments and methods that the other files
 do not check: save_checkpoint_steps, fresh, run after should_stop, request_checkpoint,
-last_checkpoint and result's keys, a state_dict() value of a type it cannot save, and a Python
+last_checkpoint and result's keys, a state_dict() value of a type it cannot save that appears
+after the session was made, and a Python
 hook's original_args (departures-from-tensorflow.md)."""
 import gc
 import os
@@ -96,25 +97,32 @@ def test_request_checkpoint_is_taken_at_the_next_boundary_and_result_has_every_k
 
 
 class Odd:
-    """A state object whose state_dict() holds a NumPy scalar, which the checkpoint cannot hold."""
+    """A state object whose state_dict() holds a set, which no checkpoint keeps, only once `odd`
+    is set: the session, made before, cannot refuse it then."""
+
+    def __init__(self):
+        self.odd = False
 
     def state_dict(self):
-        return {"ok": 1, "scale": np.float32(0.5)}
+        return {"ok": 1, "seen": {3, 4}} if self.odd else {"ok": 1}
 
     def load_state_dict(self, state):
         pass
 
 
-def test_a_state_value_of_another_type_is_refused_at_the_checkpoint_naming_where(tmp_path):
+def test_a_state_value_of_another_type_that_appears_later_fails_the_checkpoint_naming_where(
+        tmp_path):
     ini = config(tmp_path)
-    with hookhost.MonitoredSession(ini, state={"odd": Odd()}) as session:
+    odd = Odd()
+    with hookhost.MonitoredSession(ini, state={"odd": odd}) as session:
         session.run(step)
+        odd.odd = True
         session.request_checkpoint("asked by the test")
         session.run(step)
     session.close()
     assert session.result["checkpoint_failures"] >= 1
     error = session.result["checkpoint_error"]
-    assert "['scale']" in error and "float32" in error, error
+    assert "['seen']" in error and "set" in error, error
 
 
 class ArgsHook(hookhost.SessionRunHook):
