@@ -166,12 +166,19 @@ TEST_F(MpiLiveControl, AHookPlacedOnTheChiefIsAttachedThereAloneAndARefusedChang
       ctl({"attach", "bad", "--plugin", "lifecycle_trace", "--set", "no_such_key=1"});
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
   EXPECT_THAT(refused.out + refused.err, HasSubstr("Nothing was changed."));
-  const ProcessResult widen =
-      ctl({"attach", "sandboxed", "--plugin", "lifecycle_trace", "--set", "isolation=process"});
-  ASSERT_EQ(widen.exit_code, 0) << widen.out << widen.err;
+  // A set that widens a hook needs the operator's consent on every rank the hook runs on, here
+  // rank 1 alone (the chief's check does not see the hook).
+  const ProcessResult sandboxed = ctl({"attach", "sandboxed", "--plugin", "lifecycle_trace",
+                                       "--set", "isolation=process", "--set", "ranks=1"});
+  ASSERT_EQ(sandboxed.exit_code, 0) << sandboxed.out << sandboxed.err;
+  EXPECT_THAT(sandboxed.out, HasSubstr("rank 1: attached hook 'sandboxed'"));
   const ProcessResult wider = ctl({"set", "sandboxed.isolation=in_process"});
   EXPECT_EQ(wider.exit_code, 2) << wider.out << wider.err;
-  EXPECT_THAT(wider.out + wider.err, HasSubstr("widens what hook 'sandboxed' may do"));
+  EXPECT_THAT(wider.out + wider.err,
+              HasSubstr("rank 1: refused: this set widens what hook 'sandboxed' may do"));
+  const ProcessResult consented = ctl({"set", "sandboxed.isolation=in_process", "--allow-widen"});
+  EXPECT_EQ(consented.exit_code, 0) << consented.out << consented.err;
+  EXPECT_THAT(consented.out, HasSubstr("rank 1: set sandboxed.isolation=in_process"));
 
   const ProcessResult attached =
       ctl({"attach", "lt", "--plugin", "lifecycle_trace", "--set", "ranks=chief"});

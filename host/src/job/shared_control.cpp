@@ -25,6 +25,8 @@ namespace {
 // Marks a process's outcome where the hook the change names runs neither before nor after it:
 // the hook is placed on other processes (its `ranks`), so there was nothing to do there.
 constexpr char kNotHere = '\x01';
+// Marks a refusal for want of the operator's consent (a set that widens the hook there).
+constexpr char kNeedsConsent = '\x02';
 
 // The hook a request's words name ("" when they name none).
 std::string hook_named(const std::vector<std::string>& words) {
@@ -53,11 +55,16 @@ Reply combined(const std::vector<ChangeOutcome>& outcomes, const std::string& ho
   std::vector<std::pair<ChangeOutcome, std::vector<int>>> groups;  // in order of the first rank
   std::vector<int> not_here;
   bool ok = true;
+  bool needs_consent = false;
   for (int rank = 0; rank < static_cast<int>(outcomes.size()); ++rank) {
-    const ChangeOutcome& o = outcomes[static_cast<std::size_t>(rank)];
+    ChangeOutcome o = outcomes[static_cast<std::size_t>(rank)];
     if (!o.text.empty() && o.text[0] == kNotHere) {
       not_here.push_back(rank);
       continue;
+    }
+    if (!o.text.empty() && o.text[0] == kNeedsConsent) {
+      needs_consent = true;
+      o.text.erase(0, 1);
     }
     ok = ok && o.ok;
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
@@ -71,14 +78,15 @@ Reply combined(const std::vector<ChangeOutcome>& outcomes, const std::string& ho
   // The hook runs on no process: the chief's answer, as a job of one process gives it.
   if (groups.empty()) return {false, outcomes.front().text.substr(1)};
   if (groups.size() == 1 && not_here.empty())
-    return {ok, fmt::format("on all {} ranks: {}", world, groups.front().first.text)};
+    return {ok, fmt::format("on all {} ranks: {}", world, groups.front().first.text),
+            needs_consent};
   std::string text;
   for (const auto& [outcome, ranks] : groups)
     text += ranks_text(ranks) + ": " + without_last_newline(outcome.text) + "\n";
   if (!not_here.empty())
     text += ranks_text(not_here) + ": hook '" + display_text(hook) +
             "' is not placed there (its ranks): nothing to do\n";
-  return {ok, text};
+  return {ok, text, needs_consent};
 }
 
 // The chief's answer to a shared change, filled in on the training thread.
@@ -171,7 +179,7 @@ ChangeOutcome LiveControl::apply_agreed(const std::string& change) {
                      (*words)[0], hook);
     return {true, kNotHere + reply.text};
   }
-  return {reply.ok, reply.text};
+  return {reply.ok, reply.needs_consent ? kNeedsConsent + reply.text : reply.text};
 }
 
 }  // namespace hookhost
