@@ -233,23 +233,28 @@ TEST_F(MpiJob, ARankThatDiesEndsTheJobAndTheRestartResumesFromTheChiefsCheckpoin
   EXPECT_THAT(again.out, HasSubstr("at global step 20"));
 }
 
-// Live control is not offered to a distributed job (changing several processes' hooks at one
-// boundary is not built): no control socket, and hookhost ctl says why.
-TEST_F(MpiJob, ADistributedJobTakesNoLiveControlAndCtlSaysSo) {
+// Live control of a distributed job is the chief's: its run directory has the control socket, a
+// rank's folder none, and hookhost ctl there says where to go (tests/mpi_live_control_test.cpp).
+TEST_F(MpiJob, OnlyTheChiefsRunDirectoryTakesLiveControlAndCtlSaysSo) {
   const fs::path config = write_config("job.ini",
                                        "[run]\ndistributed = mpi\nrun_dir = out\n"
                                        "[workload]\nepochs = 0\nstep_delay_ms = 5\n"
-                                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 600\n");
+                                       "[hook.stop]\nplugin = stop_at_step\nlast_step = 100000\n");
   Process job =
       mpirun_process(2, hookhost_binary(), {"run", "--config", config.string()}, dir_.path());
   ASSERT_TRUE(wait_until([&] { return fs::exists(dir_ / "out" / "rank-1" / ".hookhost.lock"); }));
-  const ProcessResult ctl = run_hookhost({"ctl", (dir_ / "out").string(), "status"}, dir_ / "out");
+  ASSERT_TRUE(wait_until([&] { return fs::exists(dir_ / "out" / "control.sock"); }));
+  fs::create_directories(dir_ / "ctl");
+  const ProcessResult ctl =
+      run_hookhost({"ctl", (dir_ / "out" / "rank-1").string(), "status"}, dir_ / "ctl");
   EXPECT_EQ(ctl.exit_code, 1);
-  EXPECT_THAT(ctl.err, HasSubstr("a distributed job, which takes no live control"));
-  EXPECT_FALSE(fs::exists(dir_ / "out" / "control.sock"));
+  EXPECT_THAT(ctl.err, HasSubstr("a rank folder of a distributed job, whose live control is the "
+                                 "chief's run directory"));
   EXPECT_FALSE(fs::exists(dir_ / "out" / "rank-1" / "control.sock"));
+  EXPECT_EQ(run_hookhost({"ctl", (dir_ / "out").string(), "stop"}, dir_ / "ctl").exit_code, 0);
   const ProcessResult r = job.wait();
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("hookhost ctl: asked to stop"));
 }
 
 TEST_F(MpiJob, FourRanksHoldIdenticalModelsAndTrackOneProcess) {

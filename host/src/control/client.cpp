@@ -55,8 +55,8 @@ Reply send_request(const fs::path& run_dir, const std::vector<std::string>& word
     if (error == ENOENT)
       throw std::runtime_error(
           "no job is running in " + run_dir.string() + " (it has no " + kSocketName +
-          "): the job has ended or was never started there, or it is a distributed job, which "
-          "takes no live control");
+          "): the job has ended or was never started there, or it is a rank folder of a "
+          "distributed job, whose live control is the chief's run directory");
     if (error == ECONNREFUSED)
       throw std::runtime_error("no job listens on " + socket_path.string() +
                                " (a job that was killed leaves it behind; the next run of the "

@@ -129,10 +129,24 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   else
     p.options.communicator.reset();
   Communicator* const comm = p.comm;
-  // A resume runs the hooks its checkpoint's job had: the live changes it carries apply first.
   p.base_config = config;
-  if (!comm && !p.options.fresh && !p.options.check_only) {
-    p.resumed_changes = live_changes_to_resume(config);
+  const JobConfig& cfg = config;
+
+  StartupPhase planning(comm);
+  // A resume runs the hooks its checkpoint's job had: the live changes it carries apply first.
+  // In a distributed job the chief reads them (its checkpoint) and sends them to every process.
+  if (!p.options.fresh && !p.options.check_only) {
+    if (!comm || comm->is_chief()) p.resumed_changes = live_changes_to_resume(config);
+    if (comm) {
+      std::string shared = join(p.resumed_changes, "\n");
+      comm->broadcast(shared, 0);
+      p.resumed_changes.clear();
+      for (std::size_t at = 0; at < shared.size();) {
+        const std::size_t end = std::min(shared.find('\n', at), shared.size());
+        if (end > at) p.resumed_changes.push_back(shared.substr(at, end - at));
+        at = end + 1;
+      }
+    }
     if (!p.resumed_changes.empty()) {
       log.info("resuming with the live changes of the newest checkpoint: {}",
                join(p.resumed_changes, ", "));
@@ -140,9 +154,6 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
                            "a live change (hookhost ctl) of the newest checkpoint:");
     }
   }
-  const JobConfig& cfg = config;
-
-  StartupPhase planning(comm);
   JobPlan plan = plan_job(cfg, p.options.plugin_dirs, p.options.communicator, log,
                           p.options.session != nullptr, p.options.builtin_plugin_dir);
   p.owned_session = std::move(plan.session);
@@ -176,6 +187,10 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   }
   RuntimeOptions runtime_settings =
       runtime_options(cfg, p.run_dir, p.log, p.options.communicator, plan.rank, p.record.get());
+  runtime_settings.on_agreed_change = [&p](Runtime&, const std::string& change) {
+    if (!p.live_control) return ChangeOutcome{false, "this process takes no live control\n"};
+    return p.live_control->apply_agreed(change);
+  };
   runtime_settings.checkpoint_job_entries = [&p] {
     std::map<std::string, SavedHookState> entries;
     const std::vector<std::string> changes =
@@ -222,9 +237,11 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   start_live_control(p, plan);
 }
 
-// hookhost ctl: a socket in the run directory, for a job of one process that runs steps.
+// hookhost ctl: a socket in the run directory, for a job that runs steps. A distributed job's
+// chief listens in its run directory; every process has its LiveControl, which makes the changes
+// the chief proposes (shared_control.cpp).
 void Job::start_live_control(Parts& p, const JobPlan& plan) {
-  if (p.options.check_only || p.comm || !p.options.live_control) return;
+  if (p.options.check_only || !p.options.live_control) return;
   LiveControl::Setup setup;
   setup.config = &p.base_config;
   setup.changes = p.resumed_changes;
@@ -233,9 +250,11 @@ void Job::start_live_control(Parts& p, const JobPlan& plan) {
   setup.run_dir = p.run_dir.path();
   setup.runtime = p.runtime.get();
   setup.log = p.log;
+  setup.communicator = p.options.communicator;
   if (RunRecordWriter* record = p.record.get()) setup.record = record_into(*record);
   p.live_control = std::make_unique<LiveControl>(std::move(setup));
   LiveControl* live = p.live_control.get();
+  if (p.comm && !p.comm->is_chief()) return;  // the chief's run directory answers for the job
   try {
     control::Server::Options options;
     options.tick = [live] { live->tick(); };
@@ -254,8 +273,10 @@ void Job::start_live_control(Parts& p, const JobPlan& plan) {
 ControlReply Job::control(const std::vector<std::string>& words) {
   if (!parts_->live_control)
     return {false,
-            "this job takes no live control (a distributed job, --check, or "
-            "JobOptions::live_control = false)\n"};
+            "this job takes no live control (--check, or JobOptions::live_control = false)\n"};
+  if (parts_->comm && !parts_->comm->is_chief())
+    return {false, "this is rank " + std::to_string(parts_->comm->rank()) +
+                       " of a distributed job: its live control is the chief's (rank 0)\n"};
   const control::Reply reply = parts_->live_control->handle(words);
   return {reply.ok, reply.text};
 }

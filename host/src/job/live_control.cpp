@@ -150,6 +150,9 @@ Reply LiveControl::handle(const std::vector<std::string>& words) {
   if (words.empty() || words[0].empty()) return {false, std::string("expected ") + kVerbs + "\n"};
   const std::string& verb = words[0];
   try {
+    if (setup_.communicator && making_ == Making::posted &&
+        (verb == "attach" || verb == "detach" || verb == "set"))
+      return share(words);  // made on every process at one boundary
     if (verb == "status") return status(words.size() > 1 && words[1] == "--quick");
     if (verb == "attach") return attach(words);
     if (verb == "detach") return detach(words);
@@ -188,6 +191,8 @@ std::optional<Reply> LiveControl::post_and_wait(const std::function<Reply(Runtim
 Reply LiveControl::apply(const std::function<Reply(Runtime&)>& change,
                          std::chrono::milliseconds wait, const std::string& queued_text,
                          const WhenLate& late) {
+  if (making_ == Making::checked_only) return {true, {}};       // the chief proposes it next
+  if (making_ == Making::here) return change(*setup_.runtime);  // at the agreed boundary
   bool posted = false;
   if (std::optional<Reply> reply = post_and_wait(change, wait, &posted, late)) return *reply;
   if (!posted) return {false, "the job is ending: it takes no more changes\n"};
@@ -212,8 +217,8 @@ LiveControl::Planned& LiveControl::plan_hook(const std::string& name,
                            [&](const HookConfig& h) { return h.name == name; });
   if (hook == cfg.hooks.end() || !hook->enabled)
     throw ConfigError(via + ": [hook." + name + "]: the hook is not enabled");
-  planned->plan = plan_job(cfg, setup_.plugin_dirs, nullptr, *setup_.log, /*own_step=*/true,
-                           setup_.builtin_dir);
+  planned->plan = plan_job(cfg, setup_.plugin_dirs, setup_.communicator, *setup_.log,
+                           /*own_step=*/true, setup_.builtin_dir);
   std::lock_guard lock(mutex_);
   planned_.push_back(std::move(planned));
   return *planned_.back();
@@ -454,6 +459,9 @@ Reply LiveControl::status(bool quick) {
             std::to_string(newest->global_step) + ")\n";
   else
     head += "newest checkpoint: none yet\n";
+  if (setup_.communicator)
+    head += fmt::format("distributed: {} processes; this is the chief's view (rank 0's hooks)\n",
+                        setup_.communicator->size());
   // The hooks' table is read on the training thread, at the boundary.
   // fmt, not a fixed buffer: a name of any length keeps every column and the row's end.
   auto table = [](Runtime& rt) -> Reply {

@@ -2,7 +2,9 @@
 // where it arrives, as the configuration is (the same keys, the same messages, naming the request
 // where a file would have its line), then applied by the runtime at the next step boundary, in
 // the order received. The changes are kept as [hook.NAME] overrides: logged, recorded in the run
-// record, and saved with every checkpoint, so a resume runs the hooks the job had there.
+// record, and saved with every checkpoint, so a resume runs the hooks the job had there. In a
+// distributed job the chief's LiveControl checks a change and proposes it, and every process's
+// LiveControl makes it at the boundary they agree on (shared_control.cpp).
 #pragma once
 
 #include <chrono>
@@ -69,6 +71,9 @@ class LiveControl {
     // A detach whose hook is still in the same call after this is taken as stuck: a runner of
     // the hook's own is killed (Runtime::interrupt_call).
     std::chrono::milliseconds stuck_after{1000};
+    // A distributed job's processes (null: one process): hooks are planned for this rank, and
+    // attach, detach and set are made on every process at one boundary (Runtime::propose_change).
+    std::shared_ptr<Communicator> communicator;
   };
   explicit LiveControl(Setup setup);
   ~LiveControl();
@@ -79,10 +84,21 @@ class LiveControl {
   void tick();
   // The changes made so far, as overrides, for a checkpoint. [thread-safe]
   std::vector<std::string> changes() const;
+  // RuntimeOptions::on_agreed_change: a change the chief checked and proposed (a request's words,
+  // encoded), made here now, at the boundary every process agreed on. On the training thread.
+  ChangeOutcome apply_agreed(const std::string& change);
 
  private:
   struct Planned;
   struct Pending;
+  // Where apply() makes a change, on the thread that asks: posted for the next boundary (one
+  // process), checked only (the chief, before it proposes the change to every process), or now
+  // (every process, at the agreed boundary).
+  enum class Making { posted, checked_only, here };
+  static thread_local Making making_;
+  // A distributed job's attach, detach or set: checked here, then made on every process at one
+  // boundary; the reply says each process's outcome (shared_control.cpp).
+  control::Reply share(const std::vector<std::string>& words);
   control::Reply status(bool quick);
   control::Reply attach(const std::vector<std::string>& words);
   control::Reply detach(const std::vector<std::string>& words);

@@ -40,4 +40,15 @@ void ChangeQueue::run(Runtime& runtime, spdlog::logger& log) {
   running_ = false;
 }
 
+void ChangeQueue::run_now(Runtime& runtime, const Change& change) {
+  running_ = true;
+  try {
+    change(runtime);
+  } catch (...) {
+    running_ = false;
+    throw;
+  }
+  running_ = false;
+}
+
 }  // namespace hookhost

@@ -31,6 +31,9 @@ class ChangeQueue {
   // Runs every change posted so far on `runtime`, in order; what one throws is logged and the
   // others still run.
   void run(Runtime& runtime, spdlog::logger& log);
+  // Runs `change` now, as a posted one runs (running() meanwhile): a change the processes of a
+  // distributed job agreed on (AgreedChanges). What it throws is the caller's.
+  void run_now(Runtime& runtime, const Change& change);
   // A change runs now: what may be done only inside one (add_hook after start, detach_hook).
   bool running() const { return running_; }
 

@@ -12,6 +12,34 @@ void Runtime::Impl::run_changes() {
   changes.run(*owner_runtime, *log);
 }
 
+bool Runtime::propose_change(std::string change, ChangeDone done) {
+  Impl& m = *impl_;
+  if (!m.agreement)  // one process: its next boundary
+    return m.changes.post([&m, change = std::move(change), done = std::move(done)](Runtime& rt) {
+      ChangeOutcome outcome{false, "this job makes no agreed change (no on_agreed_change)"};
+      if (m.options.on_agreed_change) {
+        try {
+          outcome = m.options.on_agreed_change(rt, change);
+        } catch (const std::exception& e) {
+          outcome = {false, std::string("the change failed: ") + e.what()};
+        }
+      }
+      if (done) done({std::move(outcome)});
+    });
+  if (!m.options.communicator->is_chief()) return false;
+  return m.agreed_changes.propose(std::move(change), std::move(done));
+}
+
+void Runtime::Impl::share_agreed_changes() {
+  agreed_changes.share(*options.communicator, [this](const std::string& change) {
+    ChangeOutcome outcome{false, "this process makes no agreed change (no on_agreed_change)"};
+    if (options.on_agreed_change)
+      changes.run_now(*owner_runtime,
+                      [&](Runtime& rt) { outcome = options.on_agreed_change(rt, change); });
+    return outcome;
+  });
+}
+
 bool Runtime::detach_hook(const std::string& instance_name, const std::string& reason,
                           std::string* message, std::optional<SavedHookState>* final_state) {
   Impl& m = *impl_;

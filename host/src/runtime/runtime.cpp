@@ -467,6 +467,7 @@ JobResult Runtime::close() {
   EntryGuard guard(m.in_call, "close()");
   m.changes.close();
   m.run_changes();  // every change posted gets its answer
+  m.agreed_changes.close("the job is ending: it takes no more changes");
   m.engine.deliver_end(m.result);
   m.result.steps_run = m.steps_run;
   m.step_boundary();         // a final save asked for in end(), unless the job failed

@@ -21,6 +21,7 @@
 #include "context/running_call.hpp"
 #include "context/service_context.hpp"
 #include "hookhost/host/runtime.hpp"
+#include "runtime/agreed_changes.hpp"
 #include "runtime/change_queue.hpp"
 #include "runtime/step_agreement.hpp"
 #include "runtime/step_engine.hpp"
@@ -49,6 +50,9 @@ struct Runtime::Impl {
   // Live changes (Runtime::at_next_boundary), run at the step boundary.
   ChangeQueue changes;
   void run_changes();  // live_changes.cpp
+  // A distributed job's live changes, agreed at a boundary and made on every process there.
+  AgreedChanges agreed_changes;
+  void share_agreed_changes();  // live_changes.cpp
   // For progress() from other threads: stored once per step (a plain store), and at start().
   std::atomic<int64_t> steps_run_shared{0};
   std::atomic<bool> started_shared{false};
@@ -93,9 +97,12 @@ struct Runtime::Impl {
     if (changes.waiting()) [[unlikely]]
       run_changes();
   }
-  // The agreement (StepAgreement::agree), then the checkpoint it decided, if any.
-  void agree_across_processes(bool decide_checkpoint = true) {
-    if (agreement->agree(decide_checkpoint)) write_agreed_checkpoint();
+  // The agreement (StepAgreement::agree), then the checkpoint and the live changes it decided.
+  void agree_across_processes(bool decide_requests = true) {
+    const StepAgreement::Decision decision =
+        agreement->agree(decide_requests, decide_requests && agreed_changes.waiting());
+    if (decision.checkpoint) write_agreed_checkpoint();
+    if (decision.changes) share_agreed_changes();
   }
 
   // The workload's session, created (again); false when the job failed.

@@ -22,13 +22,14 @@ enum class Ending : int64_t { failed = 0, stopped = 1, end_of_data = 2, none = 3
 
 }  // namespace
 
-bool StepAgreement::agree(bool decide_checkpoint) {
+StepAgreement::Decision StepAgreement::agree(bool decide_requests, bool chief_has_changes) {
   // A request made from another thread after this point waits for the next boundary: every
   // process must decide on the same requests. A boundary that does not decide on checkpoints
   // leaves the request for the next one.
-  const bool asked = decide_checkpoint && job_.take_checkpoint_flag();
+  const bool asked = decide_requests && job_.take_checkpoint_flag();
   const int64_t size = comm_.size(), rank = comm_.rank();
   const bool chief_has_news = comm_.is_chief() && job_.checkpoint_unshared();
+  const bool chief_changes = comm_.is_chief() && chief_has_changes;
   const Ending mine = job_.failed()           ? Ending::failed
                       : job_.stop_requested() ? Ending::stopped
                       : job_.end_of_data()    ? Ending::end_of_data
@@ -36,19 +37,21 @@ bool StepAgreement::agree(bool decide_checkpoint) {
   // One allreduce of one integer, the minimum wins: the ending kind, then the lowest rank of a
   // process that ends the job, then "more to agree on". A process that does not end the job votes
   // rank 0, so while nobody ends it every process votes the same upper part and the lowest bit is
-  // the minimum over every process: 0 when anyone asked for a checkpoint or the chief has news.
+  // the minimum over every process: 0 when anyone asked for a checkpoint or the chief has news
+  // (a checkpoint written, or live changes).
   const int64_t rank_part = mine == Ending::none ? 0 : rank;
-  int64_t vote =
-      (static_cast<int64_t>(mine) * size + rank_part) * 2 + (asked || chief_has_news ? 0 : 1);
+  const bool more = asked || chief_has_news || chief_changes;
+  int64_t vote = (static_cast<int64_t>(mine) * size + rank_part) * 2 + (more ? 0 : 1);
   comm_.allreduce(&vote, 1, ReduceOp::min);
   const auto ending = static_cast<Ending>(vote / 2 / size);
-  bool anyone_asked = false;
+  Decision decision;
   if (ending != Ending::none || vote % 2 == 0) {
     // At a boundary that ends the job the bit came from the winner alone, and elsewhere it does
-    // not say which of the two it was: ask every process for both.
-    int64_t details[2] = {asked ? 1 : 0, chief_has_news ? 1 : 0};
-    comm_.allreduce(details, 2, ReduceOp::max);
-    anyone_asked = details[0] != 0;
+    // not say which it was: ask every process for each.
+    int64_t details[3] = {asked ? 1 : 0, chief_has_news ? 1 : 0, chief_changes ? 1 : 0};
+    comm_.allreduce(details, 3, ReduceOp::max);
+    decision.checkpoint = details[0] != 0;
+    decision.changes = details[2] != 0;
     if (details[1] != 0) share_chief_checkpoint();
   }
   if (ending != Ending::none) {
@@ -83,8 +86,8 @@ bool StepAgreement::agree(bool decide_checkpoint) {
     }
     job_ends_ = true;
   }
-  if (anyone_asked && !asked) job_.name_checkpoint_requester("a hook on another process");
-  return anyone_asked;
+  if (decision.checkpoint && !asked) job_.name_checkpoint_requester("a hook on another process");
+  return decision;
 }
 
 void StepAgreement::share_chief_checkpoint() {

@@ -224,6 +224,13 @@ struct HookReport {
 // The run record's name of an event's kind (RunEvent, run_events.hpp): "start", "checkpoint", ...
 const char* run_event_kind_name(RunEvent::Kind kind);
 
+// What one process made of a change a distributed job's processes agreed on
+// (Runtime::propose_change): whether it was made, and what to tell whoever asked for it.
+struct ChangeOutcome {
+  bool ok = false;
+  std::string text;
+};
+
 struct RuntimeOptions {
   std::filesystem::path run_dir = ".";
   // The configuration file's folder, which hh.job/1 gives plugins for their relative paths
@@ -265,6 +272,11 @@ struct RuntimeOptions {
   // instance can have (with a ':'): the job's live changes (hookhost ctl), which a resume applies
   // before it plans the hooks. Called on the training thread as the snapshot is taken.
   std::function<std::map<std::string, SavedHookState>()> checkpoint_job_entries;
+  // Makes a change proposed with Runtime::propose_change, on every process of the job, at the step
+  // boundary they agreed on (with one process: at the next boundary), as a change posted with
+  // at_next_boundary runs: it may call add_hook, detach_hook and give_state_to. Every process
+  // makes the same change at the same boundary; what it returns (or throws) is its outcome.
+  std::function<ChangeOutcome(class Runtime&, const std::string& change)> on_agreed_change;
   // How long a hook's hh.dist/1 collective waits for the other processes of its group before it
   // fails (and the service becomes unusable for that instance).
   std::chrono::milliseconds collective_timeout{60000};
@@ -318,6 +330,15 @@ class Runtime {
   // give_state_to. Changes still waiting when close() begins run then, before end. False, and
   // `change` dropped, once close() has begun. What a change throws is logged. [thread-safe]
   bool at_next_boundary(std::function<void(Runtime&)> change);
+  // A change for every process of a distributed job, proposed by the chief (rank 0; with one
+  // process, by anyone): at the next step boundary the processes agree that there is one (in the
+  // boundary's one collective: no step costs more without one), the chief sends `change` to
+  // every process, each makes it there with RuntimeOptions::on_agreed_change, and `done` gets
+  // every process's outcome, by rank, on the chief's training thread. False, and `done` dropped,
+  // on another process, or once close() has begun; a change still waiting when close() begins
+  // is answered with one outcome, not made. [thread-safe]
+  using ChangeDone = std::function<void(std::vector<ChangeOutcome>)>;
+  bool propose_change(std::string change, ChangeDone done);
   // Inside a change only: ends hook `instance_name` and destroys it; it stays in reports() as
   // detached and its name may be used again. Its end() has outcome HH_OUTCOME_DETACHED, reason
   // "detached: REASON" (a plugin built before ABI 1.6: HH_OUTCOME_STOPPED, cause host; a disabled
