@@ -8,6 +8,8 @@ import json
 import os
 import sys
 import textwrap
+import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -54,6 +56,27 @@ class Recorder(hookhost.SessionRunHook):
         self._line("end %d %s %s" % (session.global_step, session.outcome, session.reason))
 
 
+class Operator(hookhost.SessionRunHook):
+    """On the chief, after global step 2: an operator's thread attaches hook 'late' through the
+    session's live control, then stops the job, as `hookhost ctl RUN_DIR` would."""
+
+    ranks = "chief"
+
+    def __init__(self, result):
+        self.result = result
+        self.thread = None
+
+    def after_run(self, run_context, run_values):
+        if hookhost.global_step() == 2 and self.thread is None:
+            self.thread = threading.Thread(target=self._operate)
+            self.thread.start()
+
+    def _operate(self):
+        self.result["attach"] = SESSION.control("attach", "late", "lifecycle_trace",
+                                                "path=late.jsonl")
+        self.result["stop"] = SESSION.control("stop", "enough")
+
+
 def main():
     global FOLDER
     dist.init_process_group("gloo")
@@ -81,12 +104,15 @@ def run_scenario(SCENARIO):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if SCENARIO == "control":
+            time.sleep(0.005)  # steps the operator's thread can keep up with
         if SCENARIO == "step_raises" and rank == 1 and len(steps_run) == 3:
             raise ValueError("the step broke on rank 1")  # after DDP's allreduce: no one waits
         return {"loss": loss.detach()}
 
     run_dir = os.path.join(FOLDER, "run")
     hooks, overrides, state, extra = [], [], None, {}
+    result = {"rank": rank}
     config = textwrap.dedent(f"""\
         [run]
         run_dir = {run_dir}
@@ -124,6 +150,10 @@ def run_scenario(SCENARIO):
                                 "log_level = warn\ncollective_timeout_ms = 500\n")
         config += "[hook.avg]\nplugin = dist_probe\nmode = chief_only\n"
         extra["plugin_dirs"] = [FIXTURES]
+    elif SCENARIO == "control":
+        config = config.replace("last_step = 5", "last_step = 5000")
+        if rank == 0:
+            hooks = [Operator(result)]
     elif SCENARIO in ("checkpoint", "resume"):
         # A seed per rank: the random generators differ, and each must come back as it was.
         torch.manual_seed(100 + rank if SCENARIO == "checkpoint" else 999)
@@ -131,9 +161,10 @@ def run_scenario(SCENARIO):
         extra["save_checkpoint_steps"] = 2
         if SCENARIO == "resume":
             config = config.replace("last_step = 5", "last_step = 7")
-    result = {"rank": rank}
     session = hookhost.MonitoredSession(config=_write(config), hooks=hooks, outputs=["loss"],
                                         set=overrides, state=state, **extra)
+    global SESSION
+    SESSION = session
     try:
         with session:
             result["start_step"] = session.global_step

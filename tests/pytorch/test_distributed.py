@@ -1,7 +1,8 @@
 """MonitoredSession in a job of two processes over torch.distributed (gloo on the CPU), each a real
 process running a DDP step (tests/pytorch/dist_worker.py): chief-only hooks and outputs, one
 global step, a stop or failure on rank 1 seen by both ranks after the same step, hh.dist/1 over
-the process group, and checkpoints holding each rank's own random generator."""
+the process group, checkpoints holding each rank's own random generator, and a live-control
+attach and stop on the chief made on both ranks at one step boundary."""
 import json
 import os
 import socket
@@ -22,7 +23,7 @@ def free_port():
 
 
 SCENARIOS = ["placement", "stop", "fail_after", "fail_before", "step_raises", "dist",
-             "dist_alone", "checkpoint", "resume"]
+             "dist_alone", "checkpoint", "resume", "control"]
 
 
 def run_jobs(folder, scenarios, world=2):
@@ -192,3 +193,20 @@ def test_a_resumed_job_gives_each_rank_its_own_random_generator_and_the_chiefs_m
         assert r["first_draw"] == first[rank]["last_draw"], (rank, r, first[rank])
         assert r["global_step"] == 7 and r["steps_run_here"] == 2
     assert resumed[0]["weights"] == resumed[1]["weights"]
+
+
+def test_a_live_attach_and_stop_on_the_chief_are_made_on_every_rank_at_the_same_step(jobs):
+    tmp_path, results = job(jobs, "control")
+    chief = results[0]
+    assert chief["attach"].startswith("on all 2 ranks: attached hook 'late'"), chief["attach"]
+    run = tmp_path / "run"
+    firsts = []
+    for folder in (run, run / "rank-1"):
+        trace = read_trace(folder / "late.jsonl")
+        firsts.append([r["global_step"] for r in trace if r["callback"] == "before_run"][0])
+        assert trace[-1]["callback"] == "end"
+    assert firsts[0] == firsts[1] and firsts[0] >= 3, firsts
+    for r in results:
+        assert r["outcome"] == "stopped" and "enough" in r["reason"], r
+    assert results[0]["global_step"] == results[1]["global_step"] < 5000
+    assert results[0]["weights"] == results[1]["weights"]
