@@ -4,6 +4,7 @@ accuracy the docs state."""
 import glob
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -11,16 +12,23 @@ from conftest import PYTHON_DIR
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(SOURCE, "examples", "pytorch", "train_digits_ddp.py")
-# Debian's torchrun (PyTorch 1.13, Python 3.11) fails on --redirects/--tee 0, its defaults.
-TORCHRUN = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone",
+def torchrun_command():
+    """torchrun for two processes on this machine, as --standalone starts them but on a free port
+    (--standalone's is always 29400, which two tests side by side would share). Debian's torchrun
+    (PyTorch 1.13, Python 3.11) fails on --redirects/--tee 0, its defaults."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--nnodes=1",
+            "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port,
             "--nproc_per_node=2", "--redirects", "1", "--tee", "1"]
 
 
 def torchrun(args, cwd, timeout=600):
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR, PYTHONDONTWRITEBYTECODE="1",
                OMP_NUM_THREADS="1")
-    return subprocess.run(TORCHRUN + [EXAMPLE] + args, cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(torchrun_command() + [EXAMPLE] + args, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_ddp_example_on_two_processes_reaches_the_stated_accuracy_with_one_set_of_outputs(

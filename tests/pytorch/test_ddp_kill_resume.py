@@ -12,12 +12,12 @@ import time
 import pytest
 import torch
 
-from test_ddp_example import EXAMPLE, TORCHRUN
+from test_ddp_example import EXAMPLE, torchrun_command
 from conftest import PYTHON_DIR
 
 
 def command(run_dir):
-    return TORCHRUN + [EXAMPLE, "--epochs", "1", "--run-dir", str(run_dir),
+    return torchrun_command() + [EXAMPLE, "--epochs", "1", "--run-dir", str(run_dir),
                        "--set", "hook.checkpoints.save_steps=10", "--set", "run.log_level=warn",
                        "--set", "hook.trace.plugin=lifecycle_trace",
                        "--set", "hook.trace.path=trace.jsonl"]
