@@ -19,6 +19,7 @@
 
 #include "event_file_reader.hpp"
 #include "process.hpp"
+#include "runtime/observer_lane.hpp"
 #include "sandbox/process_dispatch.hpp"
 #include "test_support.hpp"
 #include "testing/scripted_workload.hpp"
@@ -456,6 +457,16 @@ TEST(ObserverBuiltins, EveryBuiltInButProgressBarAndEarlyStoppingAcceptsModeObse
       EXPECT_EQ(r.exit_code, 0) << r.err;
     }
   }
+}
+
+// The worker's pacing observers.md states: an idle worker looks every 20 µs to 1 ms and parks
+// after 64 empty looks (so a queued step waits at most 1 ms for it), and a before_run is learnt on
+// the training thread for at most its first 100 calls.
+TEST(ObserverPacing, IsWhatObserversMdStates) {
+  EXPECT_EQ(ObserverLane::kMinPollInterval, std::chrono::microseconds(20));
+  EXPECT_EQ(ObserverLane::kPollInterval, std::chrono::milliseconds(1));
+  EXPECT_EQ(ObserverLane::kIdlePollsBeforePark, 64u);
+  EXPECT_EQ(ObserverLane::kLearningSteps, 100u);
 }
 
 // The same through the embedding API: HookSettings::observer on a Runtime of one's own.
