@@ -227,6 +227,20 @@ TEST_F(DistService, OneProcessIsAGroupOfOneAndCreateIsNoLifecycleCall) {
   EXPECT_EQ(starting_with(lines, "end barrier ok outcome=stopped").size(), 1u);
 }
 
+TEST_F(DistService, AnObserversCollectivesAreRefusedAndTheJobGoesOn) {
+  const fs::path config = write_config(job("", "[hook.avg]\nplugin = dist_probe_observer\n"));
+  const ProcessResult r = run_hookhost(
+      {"run", "--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}, dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = probe(0);
+  const auto errors = starting_with(lines, "error allreduce");
+  ASSERT_EQ(errors.size(), 3u) << r.err;  // one per step: its after_run on the worker
+  for (const auto& line : errors)
+    EXPECT_THAT(line, HasSubstr("hh.dist/1 allreduce: from an observer (mode = observe)"));
+  EXPECT_TRUE(starting_with(lines, "ops ").empty());
+  EXPECT_THAT(r.err, HasSubstr("plugin misbehaving: hh.dist/1 allreduce from an observer"));
+}
+
 TEST_F(DistService, ASandboxedHookGetsTheSameResults) {
   const ProcessResult r =
       mpirun(2, write_config(job("distributed = mpi\n",

@@ -49,6 +49,12 @@ void abandon(std::unique_ptr<double[]> buffer) {
 class Collective {
  public:
   Collective(HostServices& caller, Kind kind) : caller_(caller), kind_(kind) {
+    // An observer's calls run on its worker after their step, in no order with the collectives
+    // the other processes' hooks make on the step: joining them would pair unrelated calls.
+    if (t_observed_step != kNoObservedStep)
+      throw Misuse(
+          "from an observer (mode = observe), whose calls run behind the step on a thread of "
+          "their own; call collectives from a hook that runs on the step");
     ServiceContext& context = *caller.context;
     const RunningCall& running = context.running_call();
     const int callback = running.callback();
