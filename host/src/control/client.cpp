@@ -3,8 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -17,6 +20,33 @@
 
 namespace hookhost::control {
 namespace fs = std::filesystem;
+
+namespace {
+
+// poll for input on `fd`, at most `wait`. With `interrupted`, every signal stays blocked from the
+// look at the flag until ppoll waits, so one that comes just before the wait interrupts it rather
+// than being missed (a Ctrl-C between the request's send and the wait).
+int wait_readable(int fd, std::chrono::milliseconds wait,
+                  const volatile std::sig_atomic_t* interrupted) {
+  pollfd p{fd, POLLIN, 0};
+  if (!interrupted) return ::poll(&p, 1, static_cast<int>(wait.count()));
+  sigset_t all, previous;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &previous);
+  if (*interrupted) {
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw Interrupted();
+  }
+  const timespec limit{static_cast<time_t>(wait.count() / 1000),
+                       static_cast<long>(wait.count() % 1000) * 1000000};
+  const int ready = ::ppoll(&p, 1, &limit, &previous);
+  const int error = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = error;
+  return ready;
+}
+
+}  // namespace
 
 Reply send_request(const fs::path& run_dir, const std::vector<std::string>& words,
                    std::chrono::milliseconds timeout,
@@ -93,8 +123,7 @@ Reply send_request(const fs::path& run_dir, const std::vector<std::string>& word
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    pollfd p{fd.get(), POLLIN, 0};
-    const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    const int ready = left.count() > 0 ? wait_readable(fd.get(), left, interrupted) : 0;
     if (ready < 0 && errno == EINTR) {
       check_interrupted();
       continue;
