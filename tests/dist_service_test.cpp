@@ -228,7 +228,7 @@ TEST_F(DistService, OneProcessIsAGroupOfOneAndCreateIsNoLifecycleCall) {
 }
 
 TEST_F(DistService, AnObserversCollectivesAreRefusedAndTheJobGoesOn) {
-  const fs::path config = write_config(job("", "[hook.avg]\nplugin = dist_probe_observer\n"));
+  const fs::path config = write_config(job("", "[hook.avg]\nplugin = dist_probe_observer\non_error = continue\n"));
   const ProcessResult r = run_hookhost(
       {"run", "--config", config.string(), "--plugin-dir", HOOKHOST_FIXTURE_DIR}, dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -152,8 +152,7 @@ def run_scenario(SCENARIO):
         extra["plugin_dirs"] = [FIXTURES]
     elif SCENARIO == "control":
         config = config.replace("last_step = 5", "last_step = 5000")
-        if rank == 0:
-            hooks = [Operator(result)]
+        hooks = [Operator(result)]  # on every rank, as every hook: it runs on the chief alone
     elif SCENARIO in ("checkpoint", "resume"):
         # A seed per rank: the random generators differ, and each must come back as it was.
         torch.manual_seed(100 + rank if SCENARIO == "checkpoint" else 999)
@@ -164,7 +163,7 @@ def run_scenario(SCENARIO):
     session = hookhost.MonitoredSession(config=_write(config), hooks=hooks, outputs=["loss"],
                                         set=overrides, state=state, **extra)
     global SESSION
-    SESSION = session
+    SESSION = session  # the operator's thread's; let go below (the job locks its run directory)
     try:
         with session:
             result["start_step"] = session.global_step
@@ -180,6 +179,7 @@ def run_scenario(SCENARIO):
     result.update(session.result)
     result["steps_run_here"] = len(steps_run)
     result["weights"] = [p.detach().flatten().tolist() for p in model.parameters()]
+    SESSION = None
     with open(os.path.join(FOLDER, "result-%s-%d.json" % (SCENARIO, rank)), "w") as f:
         json.dump(result, f)
 
