@@ -24,7 +24,8 @@ Requests (each applies at the job's next step boundary, in the order received):
   attach NAME --plugin ID [--set KEY=VALUE]...
                          add hook NAME (as a [hook.NAME] section would): it gets begin and
                          after_create_session, then runs from the next step
-  detach NAME            end hook NAME (end: outcome stopped, reason "detached: by hookhost ctl")
+  detach NAME            end hook NAME (its end: outcome detached, reason "detached: by hookhost
+                         ctl"; see docs/operations.md for the other outcomes)
   set NAME.KEY=VALUE... [--allow-widen]
                          recreate hook NAME with new values and its saved state; if its plugin
                          refuses, it runs on unchanged and you see the plugin's message. A set
