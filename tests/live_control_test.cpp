@@ -518,6 +518,14 @@ TEST_F(LiveControlTest, AnAttachedSandboxedHookIsRestartedWithItsStateAfterItsRu
   EXPECT_THAT(done.err, HasSubstr("restarted with its last saved state"));
 }
 
+// ctl --help names the outcome a detach gives, as operations.md does.
+TEST_F(LiveControlTest, TheHelpNamesTheDetachedOutcome) {
+  const ProcessResult help = run_hookhost({"ctl", "--help"}, root_.path());
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_THAT(help.out, AllOf(HasSubstr("outcome detached, reason \"detached: by hookhost"),
+                              Not(HasSubstr("outcome stopped"))));
+}
+
 // A plugin's own words in a reply reach the operator's terminal escaped: an end that fails when
 // the hook is detached, and a begin that fails an attach.
 TEST_F(LiveControlTest, APluginsMessageInAReplyIsEscapedForTheTerminal) {
