@@ -518,6 +518,30 @@ TEST_F(LiveControlTest, AnAttachedSandboxedHookIsRestartedWithItsStateAfterItsRu
   EXPECT_THAT(done.err, HasSubstr("restarted with its last saved state"));
 }
 
+// ctl --help names the outcome a detach gives, as operations.md does.
+// A plugin's own words in a reply reach the operator's terminal escaped: an end that fails when
+// the hook is detached, and a begin that fails an attach.
+TEST_F(LiveControlTest, APluginsMessageInAReplyIsEscapedForTheTerminal) {
+  auto job = start(slow_job("[hook.rec]\nplugin = scripted\ntrace = " + trace().string() +
+                            "\nfail_in = end\nfail_escape = true\n"));
+  const ProcessResult detached = ctl({"detach", "rec"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  EXPECT_THAT(detached.out, AllOf(HasSubstr(", which failed: "),
+                                  HasSubstr("scripted failure in end \\e]0;pwned\\x07")));
+  EXPECT_EQ(detached.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(detached.out.find('\x07'), std::string::npos);
+  const ProcessResult attached =
+      ctl({"attach", "bad", "--plugin", "scripted", "--set", "trace=" + trace().string(), "--set",
+           "fail_in=begin", "--set", "fail_escape=true"});
+  EXPECT_EQ(attached.exit_code, 1);
+  EXPECT_THAT(attached.err, AllOf(HasSubstr("failed at once and is disabled: "),
+                                  HasSubstr("scripted failure in begin \\e]0;pwned\\x07")));
+  EXPECT_EQ(attached.err.find('\x1b'), std::string::npos);
+  EXPECT_EQ(attached.err.find('\x07'), std::string::npos);
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+}
+
 // An attach loads the plugin file as it is now: a file swapped after the job started is the one
 // attached, and a pinned SHA-256 of the old file refuses it.
 TEST_F(LiveControlTest, AnAttachTakesThePluginFileAsItIsNowAndAPinRefusesASwappedOne) {

@@ -26,7 +26,8 @@ Requests (each applies at the job's next step boundary, in the order received):
                          add hook NAME (as a [hook.NAME] section would): it gets begin and
                          after_create_session, then runs from the next step
   detach NAME            end hook NAME (end: outcome detached, reason "detached: by hookhost
-                         ctl"; a plugin built before ABI 1.6 gets outcome stopped)
+                         ctl"; a plugin built before ABI 1.6 gets outcome stopped; the other
+                         outcomes a detach can end with: docs/operations.md)
   set NAME.KEY=VALUE... [--allow-widen]
                          recreate hook NAME with new values and its saved state; if its plugin
                          refuses, it runs on unchanged and you see the plugin's message. A set

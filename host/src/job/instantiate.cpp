@@ -4,11 +4,13 @@
 #include <string_view>
 
 #include <algorithm>
+#include <set>
 #include <system_error>
 
 #include "hookhost/host/job.hpp"
 #include "job/hook_policy.hpp"
 #include "sandbox/process_dispatch.hpp"
+#include "sandbox/runner_group.hpp"
 #include "support/display_text.hpp"
 #include "support/text.hpp"
 
@@ -44,30 +46,86 @@ std::string differing_grant(const EffectiveIsolation& a, const EffectiveIsolatio
   return "";
 }
 
-// Members of an isolation group must be confined alike: refused with exit 2 naming both.
-void check_group_members(const JobPlan& plan) {
-  std::map<std::string, const PlannedHook*> first_member;
+// Members of an isolation group must be confined alike: refused with exit 2 naming both. A group
+// in `known` (made earlier in the job) is matched against the member that started its runner.
+void check_group_members(const JobPlan& plan, const IsolationGroups& known) {
+  std::map<std::string, std::pair<std::string, const EffectiveIsolation*>> first_member;
+  for (const auto& [name, group] : known)
+    first_member.try_emplace(name, group.first_member, &group.isolation);
   for (const PlannedHook& item : plan.hooks) {
     if (item.isolation.isolation != Isolation::process || item.isolation.group.empty()) continue;
-    auto [it, first] = first_member.try_emplace(item.isolation.group, &item);
+    auto [it, first] =
+        first_member.try_emplace(item.isolation.group, item.hook->name, &item.isolation);
     if (first) continue;
-    const PlannedHook& other = *it->second;
-    const std::string key = differing_grant(other.isolation, item.isolation);
+    const std::string key = differing_grant(*it->second.second, item.isolation);
     if (key.empty()) continue;
-    throw ConfigError(plan.config->where(*item.hook, key) + "hooks '" + other.hook->name +
-                          "' and '" + item.hook->name + "' share isolation_group '" +
-                          item.isolation.group + "', one process, but are given different " + key +
-                          (key == "confine" ? " (off for one of them)" : "") +
-                          ": give them the same " + key + ", or different groups",
-                      key);
+    const std::string& other = it->second.first;
+    throw ConfigError(
+        plan.config->where(*item.hook, key) +
+            (other == item.hook->name
+                 ? "hook '" + other + "' shares isolation_group '" + item.isolation.group +
+                       "', one process, with hooks given another " + key
+                 : "hooks '" + other + "' and '" + item.hook->name + "' share isolation_group '" +
+                       item.isolation.group + "', one process, but are given different " + key) +
+            (key == "confine" ? " (off for one of them)" : "") + ": give them the same " + key +
+            ", or different groups",
+        key);
   }
 }
 
+// What of `policy` the running group runner's `shared` does not give: "" when it covers it all.
+std::string uncovered(const confine::CapabilityPolicy& policy,
+                      const confine::CapabilityPolicy& shared) {
+  auto roots = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::vector<std::filesystem::path> out(a.begin(), a.end());
+    out.insert(out.end(), b.begin(), b.end());
+    return out;
+  };
+  const auto readable = roots(shared.read, shared.write);
+  const auto writable = roots(shared.write, {});
+  for (const std::string& path : policy.read)
+    if (!beneath_any(path, readable)) return "read " + display_text(path);
+  for (const std::string& path : policy.write)
+    if (!beneath_any(path, writable)) return "write " + display_text(path);
+  if (policy.network && !shared.network) return "the network";
+  if (policy.processes && !shared.processes) return "processes";
+  if (policy.metadata && !shared.metadata) return "file metadata changes";
+  return "";
+}
+
+// A member joining a group whose runner runs already (hookhost ctl attach or set): that process
+// was confined when it started, so the hook's own policy must lie within the group's.
+void check_joins_running_group(const JobConfig& cfg, const PlannedHook& item,
+                               const confine::CapabilityPolicy& policy,
+                               const IsolationGroup& group) {
+  const std::string& name = item.isolation.group;
+  auto refuse = [&](const std::string& what) {
+    throw ConfigError(cfg.where(*item.hook) + "hook '" + item.hook->name +
+                      "' cannot join isolation_group '" + name +
+                      "' while the job runs: its runner process was confined when it started (" +
+                      describe_policy(*group.policy) + "), and " + what +
+                      ": give the hook another isolation_group (or none), or put it in the "
+                      "configuration and start the job again");
+  };
+  auto without_memory = [](confine::ResourceLimits limits) {
+    limits.address_space_mb = 0;
+    return limits;
+  };
+  if (without_memory(policy.limits) != without_memory(group.policy->limits))
+    refuse("the hook asks for other limits (" + describe_policy(policy) + ")");
+  if (const std::string what = uncovered(policy, *group.policy); !what.empty())
+    refuse("that process may not " + what + ", which the hook needs");
+  if (item.isolation.confine == Confinement::required && !group.confine_required)
+    refuse("the hook says confine = required, which its members did not");
+}
+
 // One policy per confined hook; the members of an isolation group share one process, and so its
-// capabilities: the union of theirs. Limits are the process's, so members must agree on them.
+// capabilities: the union of theirs. Limits are the process's, so members must agree on them. A
+// group in `known` keeps the policy its runner started with.
 Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path& run_dir,
+                               const IsolationGroups& known,
                                std::vector<std::filesystem::path>* made_folders) {
-  check_group_members(plan);
+  check_group_members(plan, known);
   Confinements c;
   std::map<std::string, const PlannedHook*> first_member;
   for (const PlannedHook& item : plan.hooks) {
@@ -86,7 +144,12 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
     refuse_token_folder_grant(*plan.config, item, policy);
     c.run_dir_of_hook[&item] = own;
     const std::string& group = item.isolation.group;
-    if (!group.empty()) {
+    if (auto running = known.find(group); !group.empty() && running != known.end()) {
+      // Confined alike (check_group_members): the group's runner has a policy.
+      check_joins_running_group(*plan.config, item, policy, running->second);
+      c.of_group.insert_or_assign(group, *running->second.policy);
+      c.group_required[group] = running->second.confine_required;
+    } else if (!group.empty()) {
       // The group runs under the strictest confine of its members.
       c.group_required[group] |= item.isolation.confine == Confinement::required;
       auto [it, first] = c.of_group.try_emplace(group, policy);
@@ -123,39 +186,38 @@ Confinements plan_confinements(const JobPlan& plan, const std::filesystem::path&
   return c;
 }
 
-// The runners of isolation groups, made with their first member's options.
-class GroupRunners {
- public:
-  // The runner of `item`'s isolation group; null when it has none (a runner of its own).
-  std::shared_ptr<RunnerGroup> runner_for(const PlannedHook& item, const SandboxOptions& sandbox) {
-    const std::string& name = item.isolation.group;
-    if (name.empty()) return nullptr;
-    auto [it, first] = groups_.try_emplace(name);
-    Runner& shared = it->second;
-    if (first) {
-      shared = {make_runner_group(name, sandbox), item.hook->name, item.isolation.memory_limit_mb};
-    } else if (shared.memory_limit_mb != item.isolation.memory_limit_mb) {
-      // One process has one limit.
-      throw ConfigError("hooks '" + shared.first_member + "' and '" + item.hook->name +
-                            "' share isolation_group '" + name +
-                            "' but ask for different "
-                            "memory_limit_mb (" +
-                            std::to_string(shared.memory_limit_mb) + " and " +
-                            std::to_string(item.isolation.memory_limit_mb) +
-                            "): give them the same limit, or different groups",
-                        "memory_limit_mb");
+// The runner of `item`'s isolation group, made with its first member's options when `groups` has
+// none yet; null when it has no group (a runner of its own).
+std::shared_ptr<RunnerGroup> runner_for(IsolationGroups& groups, const PlannedHook& item,
+                                        const SandboxOptions& sandbox) {
+  const std::string& name = item.isolation.group;
+  if (name.empty()) return nullptr;
+  auto [it, first] = groups.try_emplace(name);
+  IsolationGroup& shared = it->second;
+  if (first) {
+    try {
+      shared.runner = make_runner_group(name, sandbox);
+    } catch (...) {
+      groups.erase(it);
+      throw;
     }
-    return shared.runner;
+    shared.first_member = item.hook->name;
+    shared.isolation = item.isolation;
+    if (sandbox.confine) shared.policy = sandbox.policy;
+    shared.confine_required = sandbox.confine_required;
+  } else if (shared.isolation.memory_limit_mb != item.isolation.memory_limit_mb) {
+    // One process has one limit.
+    throw ConfigError("hooks '" + shared.first_member + "' and '" + item.hook->name +
+                          "' share isolation_group '" + name +
+                          "' but ask for different "
+                          "memory_limit_mb (" +
+                          std::to_string(shared.isolation.memory_limit_mb) + " and " +
+                          std::to_string(item.isolation.memory_limit_mb) +
+                          "): give them the same limit, or different groups",
+                      "memory_limit_mb");
   }
-
- private:
-  struct Runner {
-    std::shared_ptr<RunnerGroup> runner;
-    std::string first_member;
-    uint64_t memory_limit_mb = 0;  // the runner's, from its first member
-  };
-  std::map<std::string, Runner> groups_;
-};
+  return shared.runner;
+}
 
 HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
                          const HookCommunicators& communicators, const Confinements& confinements) {
@@ -184,7 +246,7 @@ HookSettings settings_of(const JobConfig& cfg, const PlannedHook& item,
 }
 
 void add_hook(const PlannedHook& item, const HookSettings& settings,
-              const Confinements& confinements, GroupRunners& groups, Runtime& runtime) {
+              const Confinements& confinements, IsolationGroups& groups, Runtime& runtime) {
   if (item.isolation.isolation != Isolation::process) {
     runtime.add_hook(item.plugin, settings, item.params);
     return;
@@ -200,7 +262,7 @@ void add_hook(const PlannedHook& item, const HookSettings& settings,
   if (auto policy = confinements.of_hook.find(&item); policy != confinements.of_hook.end())
     sandbox.policy = item.isolation.group.empty() ? policy->second
                                                   : confinements.of_group.at(item.isolation.group);
-  std::shared_ptr<RunnerGroup> group = groups.runner_for(item, sandbox);
+  std::shared_ptr<RunnerGroup> group = runner_for(groups, item, sandbox);
   const LoadedPlugin& plugin = *item.plugin;
   const ResolvedParams& params = item.params;
   // The runner reports the plugin's state version once it has loaded it.
@@ -230,8 +292,13 @@ void add_hook(const PlannedHook& item, const HookSettings& settings,
 
 std::vector<std::string> instantiate(const JobPlan& plan, const HookCommunicators& communicators,
                                      const std::filesystem::path& run_dir, Runtime& runtime,
+                                     IsolationGroups* known,
                                      std::vector<std::filesystem::path>* made_folders) {
-  const Confinements confinements = plan_confinements(plan, run_dir, made_folders);
+  IsolationGroups own;  // the groups of this call alone when the caller keeps none
+  IsolationGroups& groups = known ? *known : own;
+  // A group none of whose hooks is left has no runner to join: a new member starts it afresh.
+  std::erase_if(groups, [](const auto& group) { return group.second.runner->member_count() == 0; });
+  const Confinements confinements = plan_confinements(plan, run_dir, groups, made_folders);
   std::vector<std::string> granted;
   for (const auto& [item, policy] : confinements.of_hook)
     granted.push_back(describe_hook(item->hook->name, display_text(item->plugin->metadata().id)) +
@@ -242,13 +309,21 @@ std::vector<std::string> instantiate(const JobPlan& plan, const HookCommunicator
                       (item->isolation.group.empty()
                            ? ""
                            : " (isolation group '" + item->isolation.group + "')"));
-  GroupRunners groups;
+  std::set<std::string> before;  // a group no hook of this call could join is not kept
+  for (const auto& [name, group] : groups) before.insert(name);
+  auto forget_new_groups = [&] {
+    std::erase_if(groups, [&](const auto& group) { return !before.count(group.first); });
+  };
   for (const PlannedHook& item : plan.hooks) {
     const HookSettings settings = settings_of(*plan.config, item, communicators, confinements);
     try {
       add_hook(item, settings, confinements, groups, runtime);
     } catch (const ConfigError& e) {
+      forget_new_groups();
       rethrow_at_hook(*plan.config, item, e);
+    } catch (...) {
+      forget_new_groups();
+      throw;
     }
   }
   return granted;

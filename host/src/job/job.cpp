@@ -40,6 +40,9 @@ struct Job::Parts {
   std::unique_ptr<LiveControl> live_control;
   std::vector<std::string> resumed_changes;  // the live changes the resumed checkpoint carried
   JobConfig base_config;                     // the configuration as given, before those changes
+  // The isolation groups' runners, which hooks attached or recreated live join; used by the
+  // runtime's changes, so it outlives the runtime.
+  IsolationGroups isolation_groups;
   std::unique_ptr<Runtime> runtime;
   std::unique_ptr<control::Server> control_server;
 
@@ -174,6 +177,22 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
   if (!p.options.fresh && !p.options.check_only)
     start = resume_from_newest(p.run_dir.checkpoint_dir(), *p.session, comm, plan.rank, log);
   first_step_ = start.global_step;
+  // The live changes are the checkpoint's the resume took. When the newest one that reads was not
+  // usable (its workload state disagreed), the resume took an older one: the hooks are planned
+  // again with that one's changes (the session, resumed already, is kept).
+  if (std::vector<std::string> carried = take_live_changes(start.hook_states);
+      !comm && !p.options.fresh && !p.options.check_only && carried != p.resumed_changes) {
+    log.info("resuming with the live changes of the checkpoint resumed from: {}",
+             carried.empty() ? std::string("none") : join(carried, ", "));
+    config = p.base_config;
+    apply_hook_overrides(config, carried,
+                         "a live change (hookhost ctl) of the checkpoint resumed from:");
+    p.resumed_changes = std::move(carried);
+    JobPlan again = plan_job(cfg, p.options.plugin_dirs, p.options.communicator, log,
+                             p.options.session != nullptr, p.options.builtin_plugin_dir);
+    again.session.reset();  // a second workload, unused: the resumed one runs
+    plan = std::move(again);
+  }
   // The chief keeps the job's record: its run folder is the job's (docs/operations.md).
   bool ran_here_before = false;  // a record with lines: this start resumes that run
   if (!p.options.check_only && plan.rank == 0) {
@@ -200,12 +219,11 @@ Job::Job(JobOptions options) : parts_(std::make_unique<Parts>()) {
     return entries;
   };
   p.runtime = std::make_unique<Runtime>(*p.session, std::move(runtime_settings));
-  take_live_changes(start.hook_states);  // read above, before the plan
   p.runtime->restore_hook_states(start.hook_states);
   std::vector<std::string> granted;
   try {
     granted = instantiate(plan, hook_communicators, p.run_dir.path(), *p.runtime,
-                          p.run_dir.folders_made_by_check());
+                          &p.isolation_groups, p.run_dir.folders_made_by_check());
     hooks_created.passed();
   } catch (const ConfigError&) {
     p.put_back_previous_run();
@@ -249,6 +267,7 @@ void Job::start_live_control(Parts& p, const JobPlan& plan) {
   setup.builtin_dir = p.options.builtin_plugin_dir;
   setup.run_dir = p.run_dir.path();
   setup.runtime = p.runtime.get();
+  setup.groups = &p.isolation_groups;
   setup.log = p.log;
   setup.communicator = p.options.communicator;
   if (RunRecordWriter* record = p.record.get()) setup.record = record_into(*record);

@@ -199,19 +199,31 @@ Reply LiveControl::apply(const std::function<Reply(Runtime&)>& change,
   return {true, queued_text + " (" + step_text() + ")\n"};
 }
 
-LiveControl::Planned& LiveControl::plan_hook(const std::string& name,
-                                             const std::vector<std::string>& extra,
-                                             const std::string& via, bool fresh) {
-  auto planned = std::make_unique<Planned>();
+std::string LiveControl::widened_text(const std::string& name, const Planned& before,
+                                      const Planned& after) {
+  if (before.plan.hooks.empty() || after.plan.hooks.empty()) return {};
+  std::string keys;
+  for (const std::string& key : widened_keys(before.plan.hooks.front(), after.plan.hooks.front()))
+    keys += (keys.empty() ? "" : ", ") + name + "." + key;
+  return keys;
+}
+
+std::vector<std::string> LiveControl::changes_of(const std::string& name) const {
+  std::vector<std::string> out;
+  for (const std::string& change : changes())
+    if (hook_of_override(change) == name) out.push_back(change);
+  return out;
+}
+
+std::shared_ptr<LiveControl::Planned> LiveControl::plan_hook(
+    const std::string& name, const std::vector<std::string>& extra, const std::string& via,
+    bool fresh, const std::vector<std::string>& earlier) const {
+  auto planned = std::make_shared<Planned>();
   JobConfig& cfg = planned->config;
   cfg = *setup_.config;
   std::erase_if(cfg.hooks, [&](const HookConfig& h) { return fresh || h.name != name; });
   cfg.workload_section.reset();  // the job's session exists: no workload is made again
-  std::vector<std::string> earlier;
-  if (!fresh)
-    for (const std::string& change : changes())
-      if (hook_of_override(change) == name) earlier.push_back(change);
-  apply_hook_overrides(cfg, earlier, "hookhost ctl (an earlier change)");
+  if (!fresh) apply_hook_overrides(cfg, earlier, "hookhost ctl (an earlier change)");
   apply_hook_overrides(cfg, extra, via);
   auto hook = std::find_if(cfg.hooks.begin(), cfg.hooks.end(),
                            [&](const HookConfig& h) { return h.name == name; });
@@ -219,9 +231,7 @@ LiveControl::Planned& LiveControl::plan_hook(const std::string& name,
     throw ConfigError(via + ": [hook." + name + "]: the hook is not enabled");
   planned->plan = plan_job(cfg, setup_.plugin_dirs, setup_.communicator, *setup_.log,
                            /*own_step=*/true, setup_.builtin_dir);
-  std::lock_guard lock(mutex_);
-  planned_.push_back(std::move(planned));
-  return *planned_.back();
+  return planned;
 }
 
 // ---- the requests
@@ -240,17 +250,19 @@ Reply LiveControl::attach(const std::vector<std::string>& words) {
       return {false, "'" + display_text(words[i]) + "': expected KEY=VALUE\n"};
     overrides.push_back("hook." + name + "." + words[i]);
   }
-  Planned& planned = plan_hook(name, overrides, "hookhost ctl attach", /*fresh=*/true);
+  // Held by the change alone: dropped once it has run, whether the hook was attached or not.
+  std::shared_ptr<const Planned> planned =
+      plan_hook(name, overrides, "hookhost ctl attach", /*fresh=*/true, {});
   const std::filesystem::path run_dir = setup_.run_dir;
   Reply reply = apply(
-      [this, &planned, name, plugin, overrides, run_dir](Runtime& runtime) -> Reply {
+      [this, planned, name, plugin, overrides, run_dir](Runtime& runtime) -> Reply {
         for (const HookReport& r : runtime.reports())
           if (r.instance_name == name && !r.detached)
             return {false, "a hook named '" + name +
                                "' runs already: detach it first, or choose "
                                "another name\n"};
         try {
-          instantiate(planned.plan, {}, run_dir, runtime);
+          instantiate(planned->plan, {}, run_dir, runtime, setup_.groups);
         } catch (const ConfigError& e) {
           return {false, std::string(e.what()) + "\nThe hook was not attached; the job goes on.\n"};
         }
@@ -329,15 +341,13 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
     if (key_path_of(o) == "hook." + name + ".plugin" ||
         key_path_of(o) == "hook." + name + ".enabled")
       return {false, "set does not change a hook's plugin or enabled: use detach and attach\n"};
-  Planned& previous = plan_hook(name, {}, "hookhost ctl set", /*fresh=*/false);
-  Planned& next = plan_hook(name, overrides, "hookhost ctl set", /*fresh=*/false);
-  const std::vector<std::string> wider =
-      previous.plan.hooks.empty() || next.plan.hooks.empty()
-          ? std::vector<std::string>{}
-          : widened_keys(previous.plan.hooks.front(), next.plan.hooks.front());
-  if (!wider.empty()) {
-    std::string keys;
-    for (const std::string& key : wider) keys += (keys.empty() ? "" : ", ") + name + "." + key;
+  // Checked now, against the changes made so far, so a mistake or a widening is answered at once.
+  const std::vector<std::string> earlier = changes_of(name);
+  std::shared_ptr<const Planned> previous =
+      plan_hook(name, {}, "hookhost ctl set", /*fresh=*/false, earlier);
+  std::shared_ptr<const Planned> next =
+      plan_hook(name, overrides, "hookhost ctl set", /*fresh=*/false, earlier);
+  if (const std::string keys = widened_text(name, *previous, *next); !keys.empty()) {
     if (!allow_widen) {
       setup_.log->warn("hookhost ctl: refused set {}: it widens {} and came without {}",
                        join(overrides, " "), keys, kAllowWiden);
@@ -356,7 +366,27 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
       std::vector<std::string>(words.begin() + static_cast<std::ptrdiff_t>(first), words.end()),
       " ");
   return apply(
-      [this, &previous, &next, name, overrides, run_dir, change_text](Runtime& runtime) -> Reply {
+      [this, previous, next, earlier, allow_widen, name, overrides, run_dir,
+       change_text](Runtime& runtime) -> Reply {
+        // Planned again when another change to this hook applied since the request was checked
+        // (a set queued behind another): the new instance keeps what the earlier change made.
+        std::shared_ptr<const Planned> before = previous, after = next;
+        if (const std::vector<std::string> now = changes_of(name); now != earlier) {
+          try {
+            before = plan_hook(name, {}, "hookhost ctl set", /*fresh=*/false, now);
+            after = plan_hook(name, overrides, "hookhost ctl set", /*fresh=*/false, now);
+          } catch (const ConfigError& e) {
+            return {false, std::string(e.what()) + "\nNothing was changed.\n"};
+          }
+          if (const std::string keys = widened_text(name, *before, *after);
+              !keys.empty() && !allow_widen)
+            return {false,
+                    "refused: after the change made before it, this set widens what hook '" +
+                        display_text(name) + "' may do (" + keys +
+                        "): repeat it with hookhost ctl set " + kAllowWiden +
+                        ". Nothing was changed.\n",
+                    /*needs_consent=*/true};
+        }
         // The state the old instance holds after its end: what it saved last.
         std::optional<SavedHookState> state;
         std::string why;
@@ -365,13 +395,21 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
           return {false, why + "\n"};
         if (state) runtime.give_state_to(name, *state);
         try {
-          instantiate(next.plan, {}, run_dir, runtime);
+          instantiate(after->plan, {}, run_dir, runtime, setup_.groups);
         } catch (const ConfigError& refused) {
           // The hook runs on as it was: recreated with its old parameters and its state.
           if (state) runtime.give_state_to(name, *state);
           try {
-            instantiate(previous.plan, {}, run_dir, runtime);
+            instantiate(before->plan, {}, run_dir, runtime, setup_.groups);
           } catch (const ConfigError& again) {
+            {
+              // What a resume recreates agrees with what runs: the hook is gone.
+              std::lock_guard lock(mutex_);
+              std::erase_if(changes_,
+                            [&](const std::string& c) { return hook_of_override(c) == name; });
+              if (config_sections_.count(name))
+                changes_.push_back("hook." + name + ".enabled=false");
+            }
             emit(RunEvent::Kind::detach, name,
                  "hook '" + name +
                      "' is gone: the plugin refused the change and its old "

@@ -11,7 +11,6 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +22,7 @@
 #include "control/protocol.hpp"
 #include "hookhost/host/config.hpp"
 #include "hookhost/host/runtime.hpp"
+#include "job/instantiate.hpp"
 #include "job/job_plan.hpp"
 
 namespace spdlog {
@@ -42,8 +42,10 @@ inline constexpr const char* kLiveChangesEntry = "hookhost:live-changes";
 // without that entry.
 std::vector<std::string> take_live_changes(std::map<std::string, SavedHookState>& states);
 
-// The live changes the checkpoint a resume of `cfg`'s run directory takes carries (none when
-// there is none, or it does not read: the resume reports that).
+// The live changes the newest checkpoint of `cfg`'s run directory that reads carries (none when
+// there is none, or it does not read: the resume reports that): what a resume most likely takes,
+// read before the hooks are planned. The resume's own check of the workload state may still skip
+// it; the Job then plans again with the changes of the checkpoint it took.
 std::vector<std::string> live_changes_to_resume(const JobConfig& cfg);
 
 // When a change's reply is later than `after`, `act` runs once (on the waiting thread) and the
@@ -62,6 +64,9 @@ class LiveControl {
     std::filesystem::path builtin_dir;
     std::filesystem::path run_dir;
     Runtime* runtime = nullptr;
+    // The job's isolation groups (made by its start): a hook attached or recreated in one joins its
+    // runner. Used on the training thread, in the changes.
+    IsolationGroups* groups = nullptr;
     std::shared_ptr<spdlog::logger> log;
     std::function<void(const RunEvent&)> record;  // the run record's; may be empty
     // How long a request waits for the step boundary before it is answered "queued" (status:
@@ -106,9 +111,17 @@ class LiveControl {
   control::Reply checkpoint();
   control::Reply stop(const std::vector<std::string>& words);
   // The hook `name` planned from the configuration's section (unless `fresh`), the changes made to
-  // it, and `extra` (read as from `via`). Throws ConfigError.
-  Planned& plan_hook(const std::string& name, const std::vector<std::string>& extra,
-                     const std::string& via, bool fresh);
+  // it (`earlier`: those of changes() that name it), and `extra` (read as from `via`). Throws
+  // ConfigError. A plan lives as long as a request or its change holds it: a hook made from it
+  // keeps what it needs (its plugin, its private copy), so nothing is kept per request.
+  std::shared_ptr<Planned> plan_hook(const std::string& name, const std::vector<std::string>& extra,
+                                     const std::string& via, bool fresh,
+                                     const std::vector<std::string>& earlier) const;
+  // The keys a change from `before` to `after` widens ("h.allow_write, h.grant"), or "".
+  static std::string widened_text(const std::string& name, const Planned& before,
+                                  const Planned& after);
+  // The changes made so far to hook `name`, in order.
+  std::vector<std::string> changes_of(const std::string& name) const;
   // Posts `change` to the runtime and waits up to `wait` for its reply: nothing when it did not
   // come in time or (`posted` false) the job takes no more changes.
   std::optional<control::Reply> post_and_wait(const std::function<control::Reply(Runtime&)>& change,
@@ -124,9 +137,8 @@ class LiveControl {
   Setup setup_;
   std::set<std::string> config_sections_;  // the configuration's [hook.NAME] names
   mutable std::mutex mutex_;
-  std::vector<std::string> changes_;             // guarded by mutex_
-  std::list<std::unique_ptr<Planned>> planned_;  // kept: the runtime's hooks point into them
-  std::mutex rate_mutex_;                        // guards the three below
+  std::vector<std::string> changes_;  // guarded by mutex_
+  std::mutex rate_mutex_;             // guards the three below
   // The step rate: (time, steps run) samples of the last seconds; when steps_run last changed.
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;
   std::chrono::steady_clock::time_point last_progress_;

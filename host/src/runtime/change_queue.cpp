@@ -22,6 +22,11 @@ bool ChangeQueue::closed() const {
   return closed_;
 }
 
+int ChangeQueue::count() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(changes_.size());
+}
+
 void ChangeQueue::run(Runtime& runtime, spdlog::logger& log) {
   std::vector<Change> now;
   {

@@ -1,9 +1,9 @@
 // The changes to a running job (Runtime::at_next_boundary): posted by any thread, run on the
 // training thread at the step boundary, where no hook call is running. Once closed (close() has
 // begun) it refuses new ones; the ones already posted still run.
-// Thread rules: post(), close() and closed() are [thread-safe] (under the queue's mutex); waiting()
-// is an atomic the training thread reads relaxed at every step; run() and running() are the
-// training thread's.
+// Thread rules: post(), close(), closed() and count() are [thread-safe] (under the queue's mutex);
+// waiting() is an atomic the training thread reads relaxed at every step; run() and running() are
+// the training thread's.
 #pragma once
 
 #include <spdlog/logger.h>
@@ -26,6 +26,8 @@ class ChangeQueue {
   // [thread-safe]
   void close();
   bool closed() const;
+  // The changes posted and not yet taken to run. [thread-safe]
+  int count() const;
   // Whether a change waits: one relaxed load, for the step boundary.
   bool waiting() const { return waiting_.load(std::memory_order_relaxed); }
   // Runs every change posted so far on `runtime`, in order; what one throws is logged and the

@@ -20,6 +20,7 @@ class DetachControl {
   // Called with the engine's slot lock held.
   void mark_detached() { detached_ = true; }
   const std::string& reason() const { return reason_; }
+  // Called with the engine's slot lock held.
   void set_reason(std::string reason) { reason_ = std::move(reason); }
 
   // [thread-safe]

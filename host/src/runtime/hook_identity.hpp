@@ -3,7 +3,8 @@
 // never replaced: the objects behind the dispatcher and the handle change (a restart, the state
 // it saves), the identity does not.
 // Thread rules: read from any thread that holds the slot (the training thread, an observer's
-// worker, interrupt() under the engine's lock); nothing here is written after construction.
+// worker, interrupt() and reports() under the engine's lock); nothing here is written after
+// construction but by retire(), on the training thread under the engine's lock.
 #pragma once
 
 #include <memory>
@@ -27,6 +28,10 @@ class HookIdentity {
   bool is_observer() const { return settings_.observer.enabled; }
   HookDispatch& dispatch() const { return *dispatch_; }
   HostServices& services() const { return *services_; }
+  // A detached hook, destroyed, keeps only its names for the job's report: its dispatcher is
+  // replaced by one that makes no call, and the old one (its runner, its copy of the plugin file)
+  // is returned for the caller to drop.
+  std::unique_ptr<HookDispatch> retire();
 
  private:
   HookSettings settings_;

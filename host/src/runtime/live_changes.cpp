@@ -82,6 +82,7 @@ Runtime::Progress Runtime::progress() const {
   p.steps_run = m.steps_run_shared.load(std::memory_order_relaxed);
   p.started = m.started_shared.load();
   p.closed = m.changes.closed();
+  p.changes_waiting = m.changes.count();
   const int64_t workload = m.job.workload_last_step();
   const int64_t published = m.services.steps.published_last_step();
   p.last_step = workload >= 0 && (published < 0 || workload < published) ? workload : published;

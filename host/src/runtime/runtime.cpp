@@ -520,7 +520,8 @@ std::vector<std::string> Runtime::hook_order() const {
 
 std::vector<HookReport> Runtime::reports() const {
   std::vector<HookReport> out;
-  for (const auto& sp : impl_->engine.slots()) {
+  impl_->engine.read_slots([&](const Slot& slot) {
+    const Slot* sp = &slot;
     HookReport r;
     r.instance_name = sp->hook.name();
     r.plugin_id = sp->hook.dispatch().plugin_id();
@@ -541,7 +542,7 @@ std::vector<HookReport> Runtime::reports() const {
       r.observer_unfetched_steps = lane->unfetched_steps();
     }
     out.push_back(std::move(r));
-  }
+  });
   return out;
 }
 

@@ -347,30 +347,7 @@ void StepEngine::deliver_end(JobResult& result) {
       info.reason = own_reason.c_str();
     }
     slot.calls.set_state(HookState::ended);
-    // A hook whose runner was lost gets its end in a fresh one while restarts remain: created
-    // again with its newest saved state, begin and after_create_session replayed as at any
-    // restart, then end with the job's outcome. Past max_restarts, it gets none.
-    if (wants(slot, Callback::end) && slot.health.runner_lost()) {
-      const std::string& name = slot.hook.name();
-      const uint32_t max_restarts = slot.hook.settings().max_restarts;
-      std::string why;
-      if (slot.health.restarts() >= max_restarts) {
-        log_->warn(
-            "hook '{}' gets no end(): its runner was lost and its {} restarts are used "
-            "up (max_restarts)",
-            name, slot.health.restarts());
-      } else if (slot.health.count_restart(); slot.hook.dispatch().restart(&why)) {
-        slot.health.runner_restarted();
-        log_->info("hook '{}' restarted with its last saved state to receive end()", name);
-        if (event_sink_)
-          event_sink_(RunEvent::Kind::restart, job.global_step, name,
-                      "restarted with its last saved state to receive end() (" +
-                          std::to_string(slot.health.restarts()) +
-                          " of max_restarts = " + std::to_string(max_restarts) + ")");
-      } else {
-        log_->error("hook '{}' gets no end(): {}", name, why);
-      }
-    }
+    if (wants(slot, Callback::end) && slot.health.runner_lost()) restart_for_end(slot);
     if (wants(slot, Callback::end) && !slot.health.runner_lost()) {
       CallResult r = call(slot, Callback::end, [&] { return slot.hook.dispatch().end(info); });
       if (r.status == HH_STOP_REQUESTED)
@@ -397,6 +374,34 @@ void StepEngine::deliver_end(JobResult& result) {
     job_.replace_failure(end_failure);
     job_.mark_failure_logged();
   }
+}
+
+// A hook whose runner was lost gets its end in a fresh one while restarts remain: created again
+// with its newest saved state, begin and after_create_session replayed as at any restart, then
+// end. Past max_restarts, or when the restart fails, it gets none, and the text says why.
+std::string StepEngine::restart_for_end(Slot& slot) {
+  const std::string& name = slot.hook.name();
+  const uint32_t max_restarts = slot.hook.settings().max_restarts;
+  std::string why;
+  if (slot.health.restarts() >= max_restarts) {
+    why = "its runner was lost and its " + std::to_string(slot.health.restarts()) +
+          " restarts are used up (max_restarts)";
+    log_->warn("hook '{}' gets no end(): {}", name, why);
+    return why;
+  }
+  slot.health.count_restart();
+  if (!slot.hook.dispatch().restart(&why)) {
+    log_->error("hook '{}' gets no end(): {}", name, why);
+    return "its runner was lost and could not be restarted: " + why;
+  }
+  slot.health.runner_restarted();
+  log_->info("hook '{}' restarted with its last saved state to receive end()", name);
+  if (event_sink_)
+    event_sink_(RunEvent::Kind::restart, job_.global_step(), name,
+                "restarted with its last saved state to receive end() (" +
+                    std::to_string(slot.health.restarts()) +
+                    " of max_restarts = " + std::to_string(max_restarts) + ")");
+  return {};
 }
 
 void StepEngine::destroy_all() {
@@ -445,7 +450,9 @@ void StepEngine::attach_added(int creation) {
     order_slots();  // among equal orders after the hooks already there, as if added last
     step_slots_stale_ = true;
     if (slot.hook.is_observer()) {
-      std::map<const void*, std::shared_ptr<ObserverWorker>> own;  // its runner is its own
+      // A worker of its own, even in an isolation group's runner: its calls take turns with the
+      // members' there, but not in step order with the group's other observers.
+      std::map<const void*, std::shared_ptr<ObserverWorker>> own;
       start_observer(slot, own);
     }
   }
@@ -492,10 +499,13 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
   }
   const bool ends = slot.calls.begun() && slot.calls.state() != HookState::ended &&
                     slot.calls.state() != HookState::destroyed && wants(slot, Callback::end);
+  std::string no_end;  // why a hook whose runner was lost gets no end, as at the job's end
+  if (ends && !slot.detach.interrupted() && slot.health.runner_lost())
+    no_end = restart_for_end(slot);
   if (slot.detach.interrupted()) {
     *message = "its runner was killed in the call it was stuck in: it had no end";
-  } else if (ends && slot.health.runner_lost()) {
-    *message = "its runner was lost: it had no end";
+  } else if (!no_end.empty()) {
+    *message = no_end + ": it had no end";
   } else if (ends) {
     hh_end_info info{};
     info.struct_size = HH_END_INFO_SIZE;
@@ -535,11 +545,14 @@ bool StepEngine::detach(const std::string& instance_name, const std::string& rea
   }
   destroy_one(slot);
   slot.calls.disable();
+  std::unique_ptr<HookDispatch> retired;  // its runner and plugin copy go once it is unlocked
   {
-    std::lock_guard lock(slots_mutex_);
+    std::lock_guard lock(slots_mutex_);  // reports() reads these from other threads
     slot.detach.mark_detached();
+    slot.detach.set_reason(reason);
+    retired = slot.hook.retire();
   }
-  slot.detach.set_reason(reason);
+  retired.reset();
   step_slots_stale_ = true;
   return true;
 }

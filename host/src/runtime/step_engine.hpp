@@ -81,6 +81,13 @@ class StepEngine {
   // timeout, and learns which values the workload gives and takes.
   void start(const std::vector<std::string>& fetchable, const std::vector<std::string>& feedable);
   const std::vector<std::unique_ptr<Slot>>& slots() const { return slots_; }
+  // Calls `read` with each slot, in order, while no change can add, reorder or detach one (under
+  // the slot lock): for a snapshot taken from another thread. [thread-safe]
+  template <typename Fn>
+  void read_slots(Fn&& read) const {
+    std::lock_guard lock(slots_mutex_);
+    for (const auto& sp : slots_) read(static_cast<const Slot&>(*sp));
+  }
   bool started() const { return started_; }
 
   // --- live changes, at a step boundary after start() (step_engine.cpp; the Runtime posts and
@@ -90,7 +97,8 @@ class StepEngine {
   // by its policy, as at start: it is disabled, or the job stops or fails.
   void attach_added(int creation);
   // Ends one hook (end() with outcome detached, reason "detached: REASON"; stopped by the host for
-  // a plugin built before ABI 1.6; failed for a disabled hook; none when its runner is gone) and
+  // a plugin built before ABI 1.6; failed for a disabled hook; none when its runner was killed to
+  // detach it, or was lost and cannot be restarted for end as at the job's end) and
   // destroys it; its slot stays for the job's report, marked detached, and its name may be used
   // again. A call it is in has returned: changes run at the step boundary. `message`: what the
   // hook was told, or, when false (no live hook has the name), why.
@@ -224,6 +232,9 @@ class StepEngine {
                   slot.health.failure());
   }
   void rebuild_step_slots();
+  // A lost runner restarted to deliver end() while max_restarts allows (step_engine.cpp): "" when
+  // it runs again, else why the hook gets no end.
+  std::string restart_for_end(Slot& slot);
 
   JobState& job_;
   RunningCall& running_;
@@ -231,8 +242,8 @@ class StepEngine {
   EventSink event_sink_;
   const uint32_t time_every_n_steps_;
   std::vector<std::unique_ptr<Slot>> slots_;  // in resolved order after start()
-  // Held where slots_ changes shape (add, order, observer start, detached) and by interrupt(),
-  // the one reader on another thread.
+  // Held where slots_ changes shape (add, order, observer start, detached) and by the readers on
+  // other threads: interrupt() and read_slots() (Runtime::reports()).
   mutable std::mutex slots_mutex_;
   std::set<std::string, std::less<>> fetchable_;
   std::set<std::string, std::less<>> feedable_;

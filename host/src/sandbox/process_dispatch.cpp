@@ -558,8 +558,11 @@ std::unique_ptr<HookDispatch> make_process_dispatch(
   refuse_embedder_services(
       host, describe_hook(instance_name, plugin.metadata().id, plugin.file().string()));
   if (!group) group = make_runner_group("", options);
-  auto dispatch = std::make_unique<ProcessDispatchImpl>(plugin, instance_name, params, host,
-                                                        options, std::move(group));
+  // A group's runner may be running already, with another member in a call (an observer's worker,
+  // for a hook attached while the job runs): the create() exchange takes its turn.
+  std::lock_guard calls(group->calls_mutex());
+  auto dispatch =
+      std::make_unique<ProcessDispatchImpl>(plugin, instance_name, params, host, options, group);
   dispatch->start();
   return dispatch;
 }

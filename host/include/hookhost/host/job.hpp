@@ -106,6 +106,7 @@ class Job {
   // The hook instances created, in call order.
   std::vector<std::string> hook_names() const;
 
+  // Runtime::reports(). [thread-safe]
   std::vector<HookReport> reports() const;
   std::chrono::duration<double> wall_time() const { return wall_time_; }
   const std::filesystem::path& run_dir() const;

@@ -365,8 +365,9 @@ class Runtime {
     int64_t global_step = 0;
     int64_t steps_run = 0;
     bool started = false;
-    bool closed = false;     // close() has begun: no change is taken
-    int64_t last_step = -1;  // where the job stops, when the workload or a hook says; else -1
+    bool closed = false;      // close() has begun: no change is taken
+    int64_t last_step = -1;   // where the job stops, when the workload or a hook says; else -1
+    int changes_waiting = 0;  // changes posted (at_next_boundary) that wait for the boundary
   };
   Progress progress() const;
 
@@ -403,6 +404,10 @@ class Runtime {
 
   // The resolved order, after start() or add_hook.
   std::vector<std::string> hook_order() const;
+  // Every hook instance, detached ones too, in call order. A snapshot taken while no change can
+  // add, reorder or detach a hook, so another thread may call it during a live change (hookhost
+  // ctl, Job::control); read while a step runs, a hook's call counts and times may lag that step's
+  // calls. [thread-safe]
   std::vector<HookReport> reports() const;
   const JobResult& result() const;
   Session& session();
