@@ -168,7 +168,8 @@ TEST(BenchmarkFigures, TheTableHoldsEveryGoalOnceWithItsRunAndAVerdictItsFigures
       slurp(source() / "bench" / "record_bench.cpp") + slurp(source() / "bench" / "job_bench.cpp") +
       slurp(source() / "bench" / "discovery_bench.cpp") +
       slurp(source() / "bench" / "python_bench.cpp") + slurp(source() / "bench" / "mpi_bench.cpp") +
-      slurp(source() / "bench" / "pytorch_bench.py");
+      slurp(source() / "bench" / "pytorch_bench.py") +
+      slurp(source() / "bench" / "pytorch_ddp_bench.py");
   for (const auto& [name, g] : goals) {
     SCOPED_TRACE(name);
     EXPECT_EQ(g.verdict, g.measured <= g.limit ? "PASS" : "MISS");
