@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "report/run_record.hpp"
+#include "counting_session.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -27,29 +28,6 @@ namespace HOOKHOST_TEST_FILE {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Steps count up; "loss" is 1 / (step + 1); the state is the step as text.
-class CountingSession final : public Session {
- public:
-  void create(int) override {}
-  int64_t global_step() const override { return step_; }
-  std::vector<std::string> fetchable() const override { return {"loss"}; }
-  std::vector<std::string> feedable() const override { return {}; }
-  StepResult run(const std::vector<std::string>& fetches, const TensorMap&) override {
-    StepResult out;
-    for (const auto& name : fetches)
-      out.values.emplace(name, Tensor::scalar_f32(1.0f / static_cast<float>(step_ + 1)));
-    ++step_;
-    ++runs;
-    return out;
-  }
-  std::string save_state() const override { return std::to_string(step_); }
-  void restore_state(std::string_view bytes) override { step_ = std::stoll(std::string(bytes)); }
-  int runs = 0;
-
- private:
-  int64_t step_ = 0;
-};
 
 JobOptions options_for(const fs::path& ini, Session& session) {
   JobOptions options;

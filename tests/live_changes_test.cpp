@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "process.hpp"
+#include "counting_session.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -25,27 +26,6 @@ namespace HOOKHOST_TEST_FILE {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Steps count up; "loss" is 1 / (step + 1); the state is the step as text.
-class StepSession final : public Session {
- public:
-  void create(int) override {}
-  int64_t global_step() const override { return step_; }
-  std::vector<std::string> fetchable() const override { return {"loss"}; }
-  std::vector<std::string> feedable() const override { return {}; }
-  StepResult run(const std::vector<std::string>& fetches, const TensorMap&) override {
-    StepResult out;
-    for (const auto& name : fetches)
-      out.values.emplace(name, Tensor::scalar_f32(1.0f / static_cast<float>(step_ + 1)));
-    ++step_;
-    return out;
-  }
-  std::string save_state() const override { return std::to_string(step_); }
-  void restore_state(std::string_view bytes) override { step_ = std::stoll(std::string(bytes)); }
-
- private:
-  int64_t step_ = 0;
-};
 
 // hookhost-runner processes this process started that still run (a zombie is not counted).
 size_t runner_children() {
@@ -127,7 +107,7 @@ class LiveChanges : public ::testing::Test {
 // Two sets of one hook wait for the same boundary: the second is made on top of the first, so
 // the hook runs with both, and the checkpoint (what a resume recreates) says the same.
 TEST_F(LiveChanges, TwoSetsQueuedBeforeOneBoundaryBothApplyAndTheCheckpointSaysWhatRan) {
-  StepSession session;
+  CountingSession session;
   auto job = make_job(hook("rec"), session);
   Runtime& runtime = job->runtime();
   ASSERT_TRUE(runtime.start());
@@ -164,7 +144,7 @@ TEST_F(LiveChanges, TwoSetsQueuedBeforeOneBoundaryBothApplyAndTheCheckpointSaysW
   job.reset();
 
   // A resume recreates what ran: both changes.
-  StepSession again;
+  CountingSession again;
   auto resumed = make_job(hook("rec"), again);
   ASSERT_TRUE(resumed->runtime().start());
   resumed->runtime().run({"loss"});
@@ -175,7 +155,7 @@ TEST_F(LiveChanges, TwoSetsQueuedBeforeOneBoundaryBothApplyAndTheCheckpointSaysW
 // A set or an attach, applied or refused, keeps nothing open once its change ran: a sandboxed
 // hook's plan holds a private copy of its plugin file.
 TEST_F(LiveChanges, SetsAndRefusedAttachesLeaveNoDescriptorOpen) {
-  StepSession session;
+  CountingSession session;
   auto job = make_job(hook("rec", "isolation = process\n"), session);
   ASSERT_TRUE(job->runtime().start());
   // Once, so whatever a first change opens for good is open before the count.
@@ -203,7 +183,7 @@ TEST_F(LiveChanges, SetsAndRefusedAttachesLeaveNoDescriptorOpen) {
 // A hook attached or recreated into an isolation group joins the group's runner process, as a
 // configured member does; one its confined runner cannot take is refused, saying why.
 TEST_F(LiveChanges, AHookAttachedOrSetInAnIsolationGroupJoinsItsRunner) {
-  StepSession session;
+  CountingSession session;
   auto job = make_job(hook("a", "isolation = process\nisolation_group = g\n") +
                           hook("b", "isolation = process\nisolation_group = g\n") +
                           hook("o",
@@ -256,7 +236,7 @@ TEST_F(LiveChanges, AHookAttachedOrSetInAnIsolationGroupJoinsItsRunner) {
 // allow, as at the job's end; with none left it gets none, and the reply says why.
 TEST_F(LiveChanges, ADetachedHookWhoseRunnerWasLostGetsItsEndInAFreshRunner) {
   const std::string lost = "isolation = process\non_crash = disable\nkill_at_step = 2\n";
-  StepSession session;
+  CountingSession session;
   auto job = make_job(hook("boxed", lost) + hook("spent", lost + "max_restarts = 0\n"), session);
   ASSERT_TRUE(job->runtime().start());
   for (int i = 0; i < 5; ++i) job->runtime().run({"loss"});
@@ -280,7 +260,7 @@ TEST_F(LiveChanges, ADetachedHookWhoseRunnerWasLostGetsItsEndInAFreshRunner) {
 
 // reports() from another thread while changes add and detach hooks at the boundaries.
 TEST_F(LiveChanges, ReportsAreReadFromAnotherThreadWhileHooksComeAndGo) {
-  StepSession session;
+  CountingSession session;
   auto job = make_job(hook("rec"), session);
   ASSERT_TRUE(job->runtime().start());
   std::atomic<bool> done{false};
@@ -320,7 +300,7 @@ TEST_F(LiveChanges, AResumeTakesTheLiveChangesOfTheCheckpointItResumesFrom) {
   Checkpoint skipped{9, "7", {{"hookhost:live-changes", {"hookhost", 1, "hook.rec.fetch=loss"}}}};
   write_checkpoint(dir, "model.ckpt", skipped, 0);
 
-  StepSession session;
+  CountingSession session;
   auto job = make_job(hook("rec"), session);
   EXPECT_EQ(session.global_step(), 5);
   ASSERT_TRUE(job->runtime().start());
