@@ -205,7 +205,7 @@ def test_a_live_attach_and_stop_on_the_chief_are_made_on_every_rank_at_the_same_
         trace = read_trace(folder / "late.jsonl")
         firsts.append([r["global_step"] for r in trace if r["callback"] == "before_run"][0])
         assert trace[-1]["callback"] == "end"
-    assert firsts[0] == firsts[1] and firsts[0] >= 3, firsts
+    assert firsts[0] == firsts[1] and firsts[0] >= 2, firsts  # asked in after_run at step 2
     for r in results:
         assert r["outcome"] == "stopped" and "enough" in r["reason"], r
     assert results[0]["global_step"] == results[1]["global_step"] < 5000
