@@ -233,6 +233,35 @@ TEST_F(LiveControlTest, RefusedAttachesNameTheirCauseAndTheJobGoesOn) {
   EXPECT_THAT(done.out, Not(HasSubstr("bad ")));
 }
 
+// A full disk under the run record: the change is made and the client is told so, with the
+// record's failure; never "queued" for a hook that already runs.
+TEST_F(LiveControlTest, AChangeMadeWhileTheRunRecordCannotBeWrittenIsAnsweredAsMadeWithAWarning) {
+  fs::create_directories(run_dir());
+  fs::create_symlink("/dev/full", run_dir() / "run-record.jsonl");  // every write: ENOSPC
+  auto job = start(slow_job());
+  const ProcessResult attached =
+      ctl({"attach", "rec", "--plugin", "scripted", "--set", "trace=" + trace().string()});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  EXPECT_THAT(attached.out,
+              AllOf(HasSubstr("attached hook 'rec' (plugin 'scripted')"),
+                    HasSubstr("warning: the run record missed this change (cannot append to the "
+                              "run record"),
+                    HasSubstr("the change was made"), Not(HasSubstr("queued"))));
+  ASSERT_TRUE(wait_until([&] { return count_lines("rec after_run") >= 2; }));
+  const ProcessResult set = ctl({"set", "rec.fetch=loss"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_THAT(set.out, AllOf(HasSubstr("hook 'rec' recreated"),
+                             HasSubstr("warning: the run record missed this change")));
+  const ProcessResult detached = ctl({"detach", "rec"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  EXPECT_THAT(detached.out, AllOf(HasSubstr("detached hook 'rec'"),
+                                  HasSubstr("warning: the run record missed this change")));
+  EXPECT_EQ(trace_lines("rec end").size(), 2u);  // the set's old instance and the detached one
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.err, HasSubstr("the run record missed a 'attach' event"));
+}
+
 TEST_F(LiveControlTest, ConcurrentClientsAreEachAnsweredAndChangesApplyInOrder) {
   auto job = start(slow_job());
   // Nine client processes at once, started from this thread (a fork beside other threads could

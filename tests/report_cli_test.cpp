@@ -113,6 +113,18 @@ TEST(ReportCli, WhatIsNotARunDirectoryIsAUsageErrorThatSaysWhatToDo) {
   EXPECT_THAT(run_hookhost({"--help"}, dir.path()).out, HasSubstr("hookhost report RUN_DIR"));
 }
 
+// A device in the record's place (here /dev/zero, which never ends) is refused, not read.
+TEST(ReportCli, ARunRecordThatIsNoRegularFileIsRefusedNotRead) {
+  TempDir dir;
+  fs::create_directory(dir / "run");
+  fs::create_symlink("/dev/zero", dir / "run" / "run-record.jsonl");
+  const ProcessResult report = run_hookhost({"report", "run"}, dir.path());
+  EXPECT_NE(report.exit_code, 0);
+  EXPECT_THAT(report.err,
+              AllOf(HasSubstr("run/run-record.jsonl"), HasSubstr("not a regular file")));
+  EXPECT_FALSE(fs::exists(dir / "run" / "report.html"));
+}
+
 // A page `hookhost report` cannot write is exit status 1 naming the file; a report `hookhost run`
 // cannot write is a warning, and the job still succeeds (operations.md).
 TEST(ReportCli, AnUnwritablePageIsExit1ButOnlyAWarningForTheJob) {

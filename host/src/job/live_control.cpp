@@ -108,10 +108,19 @@ std::vector<std::string> LiveControl::changes() const {
   return changes_;
 }
 
-void LiveControl::emit(RunEvent::Kind kind, const std::string& hook, const std::string& text) {
+std::string LiveControl::emit(RunEvent::Kind kind, const std::string& hook,
+                              const std::string& text) {
   setup_.log->info("hookhost ctl: {}", text);
-  if (setup_.record)
+  if (!setup_.record) return "";
+  // The change is made whatever happens to the record (a full disk): the client is told both.
+  try {
     setup_.record(RunEvent{kind, setup_.runtime->progress().global_step, hook, text});
+  } catch (const std::exception& e) {
+    setup_.log->warn("the run record missed a '{}' event: {}", run_event_kind_name(kind), e.what());
+    return std::string("\nwarning: the run record missed this change (") + e.what() +
+           "); the change was made";
+  }
+  return "";
 }
 
 void LiveControl::tick() {
@@ -279,8 +288,7 @@ Reply LiveControl::attach(const std::vector<std::string>& words) {
                                  std::to_string(runtime.progress().global_step) +
                                  ": begin and after_create_session done; it runs from the next "
                                  "step";
-        emit(RunEvent::Kind::attach, name, text);
-        return {true, text + "\n"};
+        return {true, text + emit(RunEvent::Kind::attach, name, text) + "\n"};
       },
       setup_.change_wait, "queued: '" + name + "' is attached at the next step boundary");
   return reply;
@@ -302,8 +310,7 @@ Reply LiveControl::detach(const std::vector<std::string>& words) {
         }
         const std::string text = "detached hook '" + name + "' at global step " +
                                  std::to_string(runtime.progress().global_step) + ": " + told;
-        emit(RunEvent::Kind::detach, name, text);
-        return {true, text + "\n"};
+        return {true, text + emit(RunEvent::Kind::detach, name, text) + "\n"};
       },
       setup_.change_wait,
       "queued: '" + name + "' is detached at the next step boundary, once its running call returns",
@@ -410,14 +417,15 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
               if (config_sections_.count(name))
                 changes_.push_back("hook." + name + ".enabled=false");
             }
-            emit(RunEvent::Kind::detach, name,
-                 "hook '" + name +
-                     "' is gone: the plugin refused the change and its old "
-                     "parameters too: " +
-                     again.what());
+            const std::string missed = emit(RunEvent::Kind::detach, name,
+                                            "hook '" + name +
+                                                "' is gone: the plugin refused the change and "
+                                                "its old parameters too: " +
+                                                again.what());
             return {false, std::string(refused.what()) +
                                "\nThe plugin refused its old parameters too: the hook is "
-                               "detached.\n"};
+                               "detached." +
+                               missed + "\n"};
           }
           return {false, std::string(refused.what()) +
                              "\nNothing was changed: the hook runs on with its previous "
@@ -434,8 +442,7 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
         const std::string text = "set " + change_text + ": hook '" + name +
                                  "' recreated with its saved state at global step " +
                                  std::to_string(runtime.progress().global_step);
-        emit(RunEvent::Kind::set, name, text);
-        return {true, text + "\n"};
+        return {true, text + emit(RunEvent::Kind::set, name, text) + "\n"};
       },
       setup_.change_wait, "queued: '" + name + "' is recreated at the next step boundary");
 }

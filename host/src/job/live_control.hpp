@@ -132,7 +132,9 @@ class LiveControl {
                        std::chrono::milliseconds wait, const std::string& queued_text,
                        const WhenLate& late = {});
   std::string step_text();  // "global step N" and, when no step ended for a while, for how long
-  void emit(RunEvent::Kind kind, const std::string& hook, const std::string& text);
+  // Logs a change made and writes it to the run record; returns "" or, when the record could not
+  // be written, a line the reply adds.
+  std::string emit(RunEvent::Kind kind, const std::string& hook, const std::string& text);
 
   Setup setup_;
   std::set<std::string> config_sections_;  // the configuration's [hook.NAME] names

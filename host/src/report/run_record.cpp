@@ -204,6 +204,11 @@ bool next_line(std::streambuf& in, std::string& line, uint64_t* bytes, bool* cut
 }  // namespace
 
 RunRecord read_run_record(const fs::path& file) {
+  // A device or a FIFO in its place (/dev/zero reads without end) is refused, not read.
+  std::error_code ec;
+  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec))
+    throw std::runtime_error("cannot read the run record " + file.string() +
+                             ": not a regular file");
   std::ifstream in(file, std::ios::binary);
   if (!in)
     throw std::runtime_error("cannot read the run record " + file.string() + ": " + errno_text());
