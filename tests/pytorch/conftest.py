@@ -59,6 +59,18 @@ def read_trace(path):
         return [json.loads(line) for line in f]
 
 
+def final_model(run_dir):
+    """The state dict the example saves when its run ends (final_model.pt)."""
+    return torch.load(os.path.join(str(run_dir), "final_model.pt"), weights_only=True)
+
+
+def assert_same_model(model, expected, what):
+    """Every tensor of `model` equals `expected`'s, bit for bit; `what` says which run differs."""
+    assert model.keys() == expected.keys()
+    for name in model:
+        assert torch.equal(model[name], expected[name]), "%s differs %s" % (name, what)
+
+
 def write_ini(folder, text, name="hooks.ini"):
     path = os.path.join(str(folder), name)
     with open(path, "w") as f:

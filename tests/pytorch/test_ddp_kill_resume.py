@@ -10,10 +10,9 @@ import subprocess
 import time
 
 import pytest
-import torch
 
 from test_ddp_example import EXAMPLE, torchrun_command
-from conftest import PYTHON_DIR
+from conftest import PYTHON_DIR, assert_same_model, final_model
 
 
 def command(run_dir):
@@ -71,10 +70,6 @@ def worker_of(agent_pid, rank):
     return None
 
 
-def final_model(run_dir):
-    return torch.load(os.path.join(run_dir, "final_model.pt"), weights_only=True)
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("whole") / "run"
@@ -84,9 +79,9 @@ def uninterrupted(tmp_path_factory):
     return final_model(run_dir)
 
 
-# (the rank killed, the step after which): before the first checkpoint, just after one, and
-# just before the last one.
-MOMENTS = [(1, 4), (0, 21), (1, 39)]
+# (the rank killed, the step after which): a rank that is not the chief before the first
+# checkpoint (both start again from nothing), and the chief just after one.
+MOMENTS = [(1, 4), (0, 21)]
 
 
 @pytest.mark.parametrize("rank,moment", MOMENTS)
@@ -116,8 +111,5 @@ def test_a_rank_killed_then_the_job_resumed_ends_with_the_same_model(tmp_path, u
     assert starts[0][1] % 10 == 0 and starts[0][1] <= killed_at + 1, (starts, killed_at)
     if killed_at >= 20:
         assert starts[0][1] > 0
-    model = final_model(run_dir)
-    assert model.keys() == uninterrupted.keys()
-    for name in model:
-        assert torch.equal(model[name], uninterrupted[name]), \
-            "%s differs after rank %d was killed at step %d" % (name, rank, killed_at)
+    assert_same_model(final_model(run_dir), uninterrupted,
+                      "after rank %d was killed at step %d" % (rank, killed_at))

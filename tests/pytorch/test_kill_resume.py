@@ -1,4 +1,4 @@
-"""A training process killed with SIGKILL at ten moments resumes to the very model an uninterrupted
+"""A training process killed with SIGKILL at six moments resumes to the very model an uninterrupted
 run ends with: the example (examples/pytorch/train_digits.py), a checkpoint every 10 steps, and a
 lifecycle_trace hook whose file tells the test where the run is."""
 import json
@@ -9,9 +9,8 @@ import sys
 import time
 
 import pytest
-import torch
 
-from conftest import PYTHON_DIR
+from conftest import PYTHON_DIR, assert_same_model, final_model
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(SOURCE, "examples", "pytorch", "train_digits.py")
@@ -48,10 +47,6 @@ def last_step(trace):
     return -1
 
 
-def final_model(run_dir):
-    return torch.load(os.path.join(run_dir, "final_model.pt"), weights_only=True)
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("whole") / "run"
@@ -61,14 +56,15 @@ def uninterrupted(tmp_path_factory):
     return final_model(run_dir)
 
 
-# Steps after which the process is killed: before the first checkpoint, on checkpoint steps, just
-# after and just before them, and near the end.
-MOMENTS = [2, 9, 10, 11, 27, 40, 58, 79, 101, 126]
+# Steps after which the process is killed: before the first checkpoint, just before, on and just
+# after the first checkpoint's step, on a later one, and near the end (the native suite's
+# KillResume kills at twenty moments).
+MOMENTS = [2, 9, 10, 11, 40, 126]
 # ctest runs the moments in two halves side by side (tests/CMakeLists.txt); by hand, all of them.
 if os.environ.get("HOOKHOST_KILL_MOMENTS") == "first":
-    MOMENTS = MOMENTS[:5]
+    MOMENTS = MOMENTS[:3]
 elif os.environ.get("HOOKHOST_KILL_MOMENTS") == "rest":
-    MOMENTS = MOMENTS[5:]
+    MOMENTS = MOMENTS[3:]
 
 
 @pytest.mark.parametrize("moment", MOMENTS)
@@ -97,8 +93,4 @@ def test_sigkill_then_resume_ends_with_the_same_model(tmp_path, uninterrupted, m
     assert starts[1] % 10 == 0 and starts[1] <= killed_at
     if killed_at >= 30:
         assert starts[1] > 0
-    model = final_model(run_dir)
-    assert model.keys() == uninterrupted.keys()
-    for name in model:
-        assert torch.equal(model[name], uninterrupted[name]), \
-            "%s differs after a kill at step %d" % (name, killed_at)
+    assert_same_model(final_model(run_dir), uninterrupted, "after a kill at step %d" % killed_at)
