@@ -23,6 +23,8 @@
 //   resumed at or past the limit (departure) -> StopAtStep.ALimitAlreadyReachedStopsBeforeAnyStep
 //   limit kept over a recovery or resume -> StopAtStep.NumStepsIsNotRecountedAfterARecovery,
 //     StopAtStep.KeepsTheComputedLimitInItsSavedState
+//   a new session with num_steps counts again from the restored step (monitored_session_test;
+//     departure: once per job) -> StopAtStep.RestoredLimitWinsOverNumSteps
 // LoggingTensorHook (logging_tensor)
 //   illegal arguments -> LoggingTensor.NonPositiveEveryNIterIsInvalid,
 //     LoggingTensor.BothFrequenciesAreAConfigErrorNamingBothKeys,
