@@ -23,16 +23,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-// The steps of the checkpoint files in `dir`, oldest first.
-std::vector<int64_t> saved_steps(const fs::path& dir) {
-  std::vector<int64_t> steps;
-  for (const auto& file : list_checkpoints(dir)) {
-    const std::string name = file.filename().string();
-    steps.insert(steps.begin(), std::stoll(name.substr(name.rfind('-') + 1)));
-  }
-  return steps;
-}
-
 // The runtime's log line for a checkpoint the saver asked for, up to the end of `reason`.
 std::string wrote(const fs::path& file, const std::string& reason) {
   return "wrote checkpoint " + file.string() + " (requested by hook 'saver': checkpoint_saver at " +

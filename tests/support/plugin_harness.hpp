@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/checkpoint.hpp"
 #include "test_support.hpp"
 #include "testing/scripted_workload.hpp"
 
@@ -135,6 +136,16 @@ class PluginHarness {
 // `h.workload.script().values["loss"] = loss_of_ten_over_step;` (the default is 1/step).
 inline Value loss_of_ten_over_step(int64_t step) {
   return Value(10.0f / static_cast<float>(step));
+}
+
+// The global steps of the checkpoint files in `dir`, oldest first.
+inline std::vector<int64_t> saved_steps(const fs::path& dir) {
+  std::vector<int64_t> steps;
+  for (const auto& file : list_checkpoints(dir)) {
+    const std::string name = file.filename().string();
+    steps.insert(steps.begin(), std::stoll(name.substr(name.rfind('-') + 1)));
+  }
+  return steps;
 }
 
 // The messages `instance` logged at info level, in order, from a log in the harness's pattern.
