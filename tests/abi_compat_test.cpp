@@ -132,7 +132,8 @@ TEST(FrozenAbi1_5, ANewSessionClearsSkipUntil) {
 }
 
 // ABI 1.6 gave end() the outcome "detached": a hook taken off a running job is told so when its
-// plugin knows the outcome (built against 1.6), and "stopped" (by the host) when it predates it.
+// plugin knows the outcome (built against 1.6), and "stopped" with stop cause HH_STOP_CAUSE_HOST
+// when it predates it.
 TEST(FrozenAbi1_6, ADetachedHookIsToldDetachedOnlyWhenItsPluginKnowsTheOutcome) {
   TempDir dir;
   const std::vector<std::string> ids = {"frozen_v1_5_c", "frozen_v1_5_cxx", "frozen_v1_6_c",
@@ -162,7 +163,7 @@ TEST(FrozenAbi1_6, ADetachedHookIsToldDetachedOnlyWhenItsPluginKnowsTheOutcome) 
     ASSERT_GE(lines.size(), 2u) << id;
     const std::string expected_end = id.starts_with("frozen_v1_6")
                                          ? "end outcome=detached reason=detached: by the test"
-                                         : "end outcome=stopped";
+                                         : "end outcome=stopped cause=4";  // by the host
     // Two steps ran before the boundary: no call after the detach, and no second end.
     EXPECT_THAT(std::vector<std::string>(lines.end() - 3, lines.end()),
                 ElementsAre(::testing::StartsWith("after_run gs=1"), expected_end, "destroy"))

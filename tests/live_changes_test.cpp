@@ -258,6 +258,52 @@ TEST_F(LiveChanges, ADetachedHookWhoseRunnerWasLostGetsItsEndInAFreshRunner) {
   EXPECT_TRUE(trace_lines("spent end ").empty());
 }
 
+// `hookhost ctl detach` tells a hook the outcome its plugin knows: a plugin built before ABI 1.6
+// (no HH_OUTCOME_DETACHED) gets HH_OUTCOME_STOPPED with stop cause HH_STOP_CAUSE_HOST, and a hook
+// its failures disabled gets HH_OUTCOME_FAILED with the reason it was disabled
+// (docs/operations.md).
+TEST_F(LiveChanges, ADetachedHookIsToldStoppedByTheHostBeforeAbi1_6AndFailedWhenDisabled) {
+  copy_plugin(fixture_plugin("frozen_v1_5_c"), root_ / "plugins");
+  const fs::path old_trace = root_ / "traces" / "old.txt";
+  CountingSession session;
+  auto job =
+      make_job("[hook.old]\nplugin = frozen_v1_5_c\ntrace = " + old_trace.string() + "\n" +
+                   hook("bad", "fail_in = after_run\nfail_at_iteration = 1\n") + hook("fine"),
+               session);
+  ASSERT_TRUE(job->runtime().start());
+  for (int i = 0; i < 3; ++i) job->runtime().run({"loss"});
+  for (const HookReport& r : job->reports())
+    EXPECT_EQ(r.disabled, r.instance_name == "bad") << r.instance_name << ": " << r.failure;
+
+  const std::vector<ControlReply> replies =
+      control(*job, {{"detach", "old"}, {"detach", "bad"}, {"detach", "fine"}});
+  ASSERT_EQ(replies.size(), 3u);
+  for (const ControlReply& r : replies) ASSERT_TRUE(r.ok) << r.text;
+  EXPECT_THAT(replies[0].text,
+              HasSubstr("it had its end (outcome stopped, reason \"detached: by hookhost ctl\")"));
+  EXPECT_THAT(replies[1].text, HasSubstr("it had its end (outcome failed, reason \"this hook was "
+                                         "disabled: after_run failed"));
+  EXPECT_THAT(replies[2].text,
+              HasSubstr("it had its end (outcome detached, reason \"detached: by hookhost ctl\")"));
+
+  // What each end() received: the 1.5 plugin traces its stop cause (4: HH_STOP_CAUSE_HOST).
+  const std::vector<std::string> old_lines = lines_of(old_trace);
+  ASSERT_GE(old_lines.size(), 2u);
+  EXPECT_EQ(old_lines[old_lines.size() - 2], "end outcome=stopped cause=4") << read_file(old_trace);
+  EXPECT_EQ(old_lines.back(), "destroy");
+  const std::vector<std::string> bad_ends = trace_lines("bad end ");
+  ASSERT_EQ(bad_ends.size(), 1u);
+  EXPECT_THAT(bad_ends[0], AllOf(HasSubstr("bad end outcome=failed cause=0 "),
+                                 HasSubstr("reason=this hook was disabled: after_run failed")));
+  const std::vector<std::string> fine_ends = trace_lines("fine end ");
+  ASSERT_EQ(fine_ends.size(), 1u);
+  EXPECT_THAT(fine_ends[0], AllOf(HasSubstr("fine end outcome=detached cause=0 "),
+                                  HasSubstr("reason=detached: by hookhost ctl")));
+  job->runtime().close();
+  EXPECT_EQ(trace_lines("bad end ").size(), 1u);  // no second end at the job's end
+  EXPECT_EQ(count_occurrences(read_file(old_trace), "end outcome="), 1);
+}
+
 // reports() from another thread while changes add and detach hooks at the boundaries.
 TEST_F(LiveChanges, ReportsAreReadFromAnotherThreadWhileHooksComeAndGo) {
   CountingSession session;

@@ -1,8 +1,8 @@
 /* A C plugin as an ABI 1.N author wrote it, for every frozen minor N: built once per minor
  * (frozen_v1_N_c) against that minor's own headers alone, so HH_ABI_MINOR is N and each
  * `#if HH_ABI_MINOR >= M` keeps what 1.M added for the plugins of 1.M on:
- *   1.0: traces every call to a file, fetches "loss", keeps a step count as its state and reads it
- *        back on resume;
+ *   1.0: traces every call to a file (a stopped end with its stop cause), fetches "loss", keeps a
+ *        step count as its state and reads it back on resume;
  *   1.1: checks the services 1.1 added, hh.job/1 and hh.dist/1, against their 1.1 minimum sizes
  *        in begin;
  *   1.2: declares what it needs when confined: every kind of needs.* line but processes;
@@ -124,12 +124,14 @@ static hh_status fz_after_run(hh_hook* hook, const hh_run_context* ctx, const hh
 static hh_status fz_end(hh_hook* hook, const hh_end_info* info, hh_error* err) {
   char text[256];
   (void)err;
+  if (info->outcome == HH_OUTCOME_STOPPED)
+    snprintf(text, sizeof text, "end outcome=stopped cause=%d", (int)info->stop_cause);
+  else
+    snprintf(text, sizeof text, "end outcome=%s", hh_outcome_name(info->outcome));
 #if HH_ABI_MINOR >= 6
   if (info->outcome == HH_OUTCOME_DETACHED)
     snprintf(text, sizeof text, "end outcome=detached reason=%s", info->reason);
-  else
 #endif
-    snprintf(text, sizeof text, "end outcome=%s", hh_outcome_name(info->outcome));
   trace((frozen*)hook->hook_data, text);
   return HH_OK;
 }

@@ -68,12 +68,12 @@ class Frozen : public hookhost::Hook {
 #endif
   }
   void end(const hh_end_info& info) override {
+    std::string line = std::string("end outcome=") + hh_outcome_name(info.outcome);
+    if (info.outcome == HH_OUTCOME_STOPPED) line += " cause=" + std::to_string(info.stop_cause);
 #if HH_ABI_MINOR >= 6
-    if (info.outcome == HH_OUTCOME_DETACHED)
-      write(std::string("end outcome=detached reason=") + info.reason);
-    else
+    if (info.outcome == HH_OUTCOME_DETACHED) line += std::string(" reason=") + info.reason;
 #endif
-      write(std::string("end outcome=") + hh_outcome_name(info.outcome));
+    write(line);
   }
 #if HH_ABI_MINOR >= 1
   bool implements(hookhost::Callback) const override { return true; }
