@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <csignal>
 
 #include "process.hpp"
@@ -16,6 +18,7 @@ namespace HOOKHOST_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Case {
   const char* how;
@@ -129,6 +132,60 @@ TEST(CrashBlameStep, InProcessBlameAndSandboxedErrorLineNameTheSameStep) {
     ASSERT_GE(error_step, 0) << failed.err;
     EXPECT_EQ(blamed_step, error_step) << blamed.err << "\n---\n" << failed.err;
   }
+}
+
+// A stack overflow is a fault like any other on the thread the hooks are called on (the program's
+// main thread): the handler runs on the alternate signal stack installed there, and the line names
+// the hook call. On any other thread (one the plugin started, an in-process observer's worker)
+// there is no alternate stack: the process dies of SIGSEGV without the line (docs/limits.md).
+// AddressSanitizer gives every thread an alternate stack of its own and reports an overflow
+// itself, so these are run without it.
+class StackOverflow : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if defined(HOOKHOST_ASAN)
+    GTEST_SKIP() << "AddressSanitizer installs an alternate signal stack on every thread";
+#endif
+    // The crasher's recursion overflows a main-thread stack of up to 64 MiB (`ulimit -s`).
+    struct rlimit stack {};
+    if (::getrlimit(RLIMIT_STACK, &stack) == 0 &&
+        (stack.rlim_cur == RLIM_INFINITY || stack.rlim_cur > (64u << 20)))
+      GTEST_SKIP() << "the stack limit (ulimit -s) is over 64 MiB";
+    fs::create_directories(dir_ / "plugins");
+    file_ = copy_plugin(fixture_plugin("crasher"), dir_ / "plugins");
+  }
+  ProcessResult run(const std::string& how, const std::string& extra = "") {
+    write_crasher_job(dir_ / "job.ini", how, "after_run", extra);
+    return run_hookhost({"run", "--config", (dir_ / "job.ini").string(), "--plugin-dir",
+                         (dir_ / "plugins").string()},
+                        dir_.path());
+  }
+  TempDir dir_;
+  fs::path file_;
+};
+
+TEST_F(StackOverflow, OnTheThreadTheHookIsCalledOnIsBlamedOnTheHookCall) {
+  const ProcessResult r = run("overflow");
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("hookhost: SIGSEGV (signal 11) while hook 'boom' (plugin 'crasher', " +
+                        file_.string() + ") in after_run at global step 1;"))
+      << r.err;
+}
+
+TEST_F(StackOverflow, OnAThreadThePluginStartedKillsTheProcessWithoutTheLine) {
+  const ProcessResult r = run("thread_overflow");
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("hookhost: SIGSEGV"))) << r.err;
+  // Not a blame that is missing altogether: a plain fault on such a thread is named.
+  const ProcessResult fault = run("thread_segv");
+  EXPECT_THAT(fault.err, HasSubstr("hookhost: SIGSEGV (signal 11) while hook 'boom'")) << fault.err;
+}
+
+TEST_F(StackOverflow, InAnInProcessObserversCallKillsTheProcessWithoutTheLine) {
+  const ProcessResult r = run("overflow", "mode = observe\n");
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("hookhost: SIGSEGV"))) << r.err;
 }
 
 }  // namespace HOOKHOST_TEST_FILE
