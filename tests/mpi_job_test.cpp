@@ -15,6 +15,7 @@
 #include "mpi_launch.hpp"
 #include "placement_fork.hpp"
 #include "report/run_record.hpp"
+#include "support/sanitizer.hpp"
 
 namespace hookhost::testing {
 namespace {
@@ -548,6 +549,52 @@ TEST_F(MpiJob, AGlobalStepWaiterInADistributedJobSaysOnceThatItHoldsBackEveryPro
 
 // Rank 0 is the chief; rank 1 is not.
 INSTANTIATE_TEST_SUITE_P(OnEachKindOfRank, MpiJobRequestOnRank, ::testing::Values(0, 1), rank_name);
+
+// MPI is started only by a job that says `distributed = mpi`: a job run without it never calls
+// MPI_Init or MPI_Init_thread, although the program links the MPI library. A library preloaded into
+// every process records the processes it was loaded into and their calls that initialise MPI.
+TEST_F(MpiJob, OnlyADistributedJobInitialisesMpi) {
+#if defined(HOOKHOST_ASAN)
+  GTEST_SKIP() << "a library preloaded before the sanitizer's runtime is refused by it";
+#endif
+  const fs::path shim =
+      fs::path(HOOKHOST_BINARY_DIR) / "tests" / "mpi_init_marker" / "libmpi_init_marker.so";
+  ASSERT_TRUE(fs::exists(shim)) << shim;
+  const fs::path marker = dir_ / "mpi-calls.txt";
+  const std::vector<std::string> preload = {"LD_PRELOAD=" + shim.string(),
+                                            "HOOKHOST_TEST_MPI_INIT_MARKER=" + marker.string()};
+  auto lines_with = [&](const std::string& word) {
+    size_t n = 0;
+    for (const std::string& line : lines_of(marker)) n += line.starts_with(word + " ");
+    return n;
+  };
+
+  const fs::path one = write_config("one.ini", "[run]\nrun_dir = one\n[workload]\nepochs = 1\n");
+  const ProcessResult single =
+      run_hookhost({"run", "--config", one.string()}, dir_.path(), preload);
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(lines_with("loaded hookhost"), 1u) << read_file(marker);  // the preload took
+  EXPECT_EQ(lines_with("MPI_Init") + lines_with("MPI_Init_thread"), 0u) << read_file(marker);
+
+  // The same job distributed, even on one process, initialises MPI once in each process.
+  const fs::path two =
+      write_config("two.ini", "[run]\ndistributed = mpi\nrun_dir = two\n[workload]\nepochs = 1\n");
+  std::vector<std::string> env = kMpiEnv;
+  env.insert(env.end(), preload.begin(), preload.end());
+  for (const int ranks : {1, 2}) {
+    SCOPED_TRACE(std::to_string(ranks) + " processes");
+    fs::remove(marker);
+    const ProcessResult r =
+        Process({"--oversubscribe", "-np", std::to_string(ranks), hookhost_binary().string(), "run",
+                 "--config", two.string(), "--fresh"},
+                dir_.path(), env, HOOKHOST_MPIEXEC)
+            .wait();
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(lines_with("loaded hookhost"), static_cast<size_t>(ranks)) << read_file(marker);
+    EXPECT_EQ(lines_with("MPI_Init") + lines_with("MPI_Init_thread"), static_cast<size_t>(ranks))
+        << read_file(marker);
+  }
+}
 
 }  // namespace HOOKHOST_TEST_FILE
 }  // namespace
