@@ -134,6 +134,26 @@ TEST(CrashBlameStep, InProcessBlameAndSandboxedErrorLineNameTheSameStep) {
   }
 }
 
+// An in-process observer's calls run on its worker thread: a fault there is blamed on the
+// observer's call, with the step it concerns, as on the step.
+TEST(CrashBlameObserver, AFaultInAnInProcessObserversCallIsBlamedOnThatCall) {
+  TempDir dir;
+  const fs::path plugins = dir / "plugins";
+  fs::create_directories(plugins);
+  const fs::path file = copy_plugin(fixture_plugin("crasher"), plugins);
+  for (const char* how : {"segv", "exit"}) {
+    SCOPED_TRACE(how);
+    write_crasher_job(dir / "job.ini", how, "after_run", "mode = observe\n");
+    const ProcessResult r = run_hookhost(
+        {"run", "--config", (dir / "job.ini").string(), "--plugin-dir", plugins.string()},
+        dir.path());
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_THAT(r.err, HasSubstr("hook 'boom' (plugin 'crasher', " + file.string() +
+                                 ") in after_run at global step 1;"))
+        << r.err;
+  }
+}
+
 // A stack overflow is a fault like any other on the thread the hooks are called on (the program's
 // main thread): the handler runs on the alternate signal stack installed there, and the line names
 // the hook call. On any other thread (one the plugin started, an in-process observer's worker)

@@ -8,6 +8,7 @@ namespace hookhost {
 constinit thread_local const HostServices* t_current_call = nullptr;
 constinit thread_local int64_t t_observed_step = kNoObservedStep;
 constinit thread_local int64_t t_observed_wall_ns = 0;
+constinit thread_local const RunningCall* t_observer_call = nullptr;
 
 HostServices* HostServices::from(const hh_host* host, const char* function) {
   auto* s = host ? static_cast<HostServices*>(host->host_data) : nullptr;

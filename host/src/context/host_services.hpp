@@ -24,6 +24,7 @@
 namespace hookhost {
 
 class ServiceContext;
+class RunningCall;
 
 struct HostServices {
   static constexpr uint64_t kMagic = 0x68682e686f737431ULL;  // "hh.host1"
@@ -72,5 +73,8 @@ extern constinit thread_local int64_t t_observed_step;
 // While an observer's worker calls it: the wall clock (ns since the epoch) when its step ran, for
 // the records it writes through the host (hh_run_context.wall_time_ns). 0 otherwise.
 extern constinit thread_local int64_t t_observed_wall_ns;
+// While an observer's worker calls it: the worker's record of the call, which crash blame names
+// (the training thread's record says what runs there). Null otherwise.
+extern constinit thread_local const RunningCall* t_observer_call;
 
 }  // namespace hookhost

@@ -66,8 +66,12 @@ bool describe_running_call(Line& line) {
   const HostServices* in_call = nullptr;   // whose lifecycle call runs
   const HostServices* instance = nullptr;  // whose create() or destroy() runs
   const HostServices* here = t_current_call;
-  // An orphaned instance's runtime may be gone: its context is not read.
-  if (here && !here->orphaned.load(std::memory_order_relaxed) && here->context) {
+  const RunningCall* observed = t_observer_call;  // an observer's worker: its own record
+  if (observed && observed->instance()) {
+    running = observed;
+    in_call = observed->instance();
+  } else if (here && !here->orphaned.load(std::memory_order_relaxed) && here->context) {
+    // An orphaned instance's runtime may be gone: its context is not read.
     running = &here->context->running_call();
     in_call = running->instance();
     if (!in_call && running->instance_call() == here) instance = here;

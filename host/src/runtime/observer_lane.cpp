@@ -241,6 +241,7 @@ void ObserverLane::enter_call(Callback callback, int64_t step, int64_t live_step
   running_.set_callback(callback);
   running_.set_step(step);
   running_.enter(&slot_.hook.services());
+  t_observer_call = &running_;
 }
 
 void ObserverLane::switch_call(Callback callback, int64_t live_step) {
@@ -249,6 +250,7 @@ void ObserverLane::switch_call(Callback callback, int64_t live_step) {
 }
 
 void ObserverLane::leave_call() {
+  t_observer_call = nullptr;
   running_.leave();
   t_current_call = previous_call_;
   t_observed_step = kNoObservedStep;
