@@ -65,10 +65,12 @@ run_test_sh() {
 ran() { grep -qxF -- "$1" "$calls"; }
 ran_like() { grep -qE -- "$1" "$calls"; }
 
-# Without the switch: the sanitized build (build-asan, HOOKHOST_SANITIZE=ON), the suite on both
-# builds, the installed package, and the fuzzers for 30 s each.
-for env_args in "" "HOOKHOST_SKIP_SANITIZE=0"; do
-  # shellcheck disable=SC2086  # no argument at all when empty
+# Without the switch (or with it 0): the sanitized build (build-asan, HOOKHOST_SANITIZE=ON), the
+# suite on both builds, the installed package, and the fuzzers for 30 s each, or
+# HOOKHOST_FUZZ_SECONDS.
+for case in ":30" "HOOKHOST_SKIP_SANITIZE=0 HOOKHOST_FUZZ_SECONDS=7:7"; do
+  env_args=${case%:*} seconds=${case##*:}
+  # shellcheck disable=SC2086  # each NAME=VALUE its own argument, none when empty
   run_test_sh $env_args
   ran "install-deps.sh" || fail "install-deps.sh did not run ($env_args)"
   ran_like '^build\.sh build -D.*-DHOOKHOST_SANITIZE=OFF' || fail "no Release build ($env_args)"
@@ -78,22 +80,23 @@ for env_args in "" "HOOKHOST_SKIP_SANITIZE=0"; do
   ran_like '^ctest --test-dir build-asan --output-on-failure' ||
     fail "the suite did not run on the sanitized build ($env_args)"
   ran "install-check.sh build" || fail "install-check.sh did not run on build ($env_args)"
-  ran "fuzz.sh 30" || fail "the fuzzers did not get 30 s each ($env_args)"
+  ran "fuzz.sh $seconds" || fail "the fuzzers did not get $seconds s each ($env_args)"
+  [ "$(grep -c '^fuzz\.sh' "$calls")" = 1 ] || fail "fuzz.sh ran more than once ($env_args)"
 done
 
-# HOOKHOST_SKIP_SANITIZE=1: the same without anything sanitized; the fuzzers still run.
-run_test_sh HOOKHOST_SKIP_SANITIZE=1
-ran_like '^build\.sh build -D.*-DHOOKHOST_SANITIZE=OFF' || fail "no Release build when skipped"
-ran_like '^ctest --test-dir build --output-on-failure' || fail "the suite did not run when skipped"
-ran "install-check.sh build" || fail "install-check.sh did not run when skipped"
-! ran_like 'build-asan|HOOKHOST_SANITIZE=ON' || fail "HOOKHOST_SKIP_SANITIZE=1 still built or ran the sanitized build"
-ran "fuzz.sh 30" || fail "the fuzzers did not get 30 s each when skipped"
-
-# HOOKHOST_FUZZ_SECONDS=N: each fuzzer N seconds, with and without the sanitizer pass.
-for env_args in "HOOKHOST_SKIP_SANITIZE=1" "HOOKHOST_SKIP_SANITIZE=0"; do
-  run_test_sh "$env_args" HOOKHOST_FUZZ_SECONDS=7
-  ran "fuzz.sh 7" || fail "HOOKHOST_FUZZ_SECONDS=7 did not reach fuzz.sh ($env_args)"
-  ! ran_like '^fuzz\.sh 30' || fail "fuzz.sh still got 30 s with HOOKHOST_FUZZ_SECONDS=7 ($env_args)"
+# HOOKHOST_SKIP_SANITIZE=1: the same without anything sanitized; the fuzzers still run, 30 s each
+# or HOOKHOST_FUZZ_SECONDS.
+for case in "HOOKHOST_SKIP_SANITIZE=1:30" "HOOKHOST_SKIP_SANITIZE=1 HOOKHOST_FUZZ_SECONDS=7:7"; do
+  env_args=${case%:*} seconds=${case##*:}
+  # shellcheck disable=SC2086
+  run_test_sh $env_args
+  ran_like '^build\.sh build -D.*-DHOOKHOST_SANITIZE=OFF' || fail "no Release build ($env_args)"
+  ran_like '^ctest --test-dir build --output-on-failure' || fail "the suite did not run ($env_args)"
+  ran "install-check.sh build" || fail "install-check.sh did not run ($env_args)"
+  ! ran_like 'build-asan|HOOKHOST_SANITIZE=ON' ||
+    fail "HOOKHOST_SKIP_SANITIZE=1 still built or ran the sanitized build ($env_args)"
+  ran "fuzz.sh $seconds" || fail "the fuzzers did not get $seconds s each ($env_args)"
+  [ "$(grep -c '^fuzz\.sh' "$calls")" = 1 ] || fail "fuzz.sh ran more than once ($env_args)"
 done
 
 # scripts/fuzz.sh itself: every target tests/fuzz builds runs for the seconds given, 30 without
