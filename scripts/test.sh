@@ -39,11 +39,11 @@ HOOKHOST_GENERATOR=Ninja scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DHOO
 build/bin/hookhost plugins list >/dev/null
 phase_done "build (Release, tests, benchmarks, examples)"
 
-# A build folder whose ctest has no timings yet starts the tests known to be long first
-# (tests/ctest-costs.txt, as ctest writes its own CTestCostData.txt), so none starts last.
+# A build folder whose ctest has no timings yet starts the tests known to be long first (the
+# timings in $2, as ctest writes its own CTestCostData.txt), so none starts last.
 seed_test_costs() {
   local costs="$1/Testing/Temporary/CTestCostData.txt"
-  [ -f "$costs" ] || { mkdir -p "$(dirname "$costs")" && cp tests/ctest-costs.txt "$costs"; }
+  [ -f "$costs" ] || { mkdir -p "$(dirname "$costs")" && cp "$2" "$costs"; }
 }
 
 # The test command's two other builds run beside the phases before them, at the lowest CPU
@@ -95,7 +95,7 @@ if [ "$sanitize" = 1 ]; then
 fi
 
 echo "== the suite =="
-seed_test_costs build
+seed_test_costs build tests/ctest-costs.txt
 ctest --test-dir build --output-on-failure --no-tests=error -j "$test_jobs"
 phase_done "the suite ($(ctest --test-dir build -N | sed -n 's/^Total Tests: //p') tests)"
 
@@ -112,7 +112,8 @@ if [ "$sanitize" = 1 ]; then
   fuzzers=$!
   background+=("$fuzzers")
   echo "== the suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
-  seed_test_costs build-asan
+  # One test per GoogleTest suite in this build (cmake/gtest_suites.cmake): timings of its own.
+  seed_test_costs build-asan tests/ctest-costs-sanitized.txt
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$test_jobs"

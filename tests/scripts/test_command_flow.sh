@@ -34,7 +34,7 @@ stub() {
 # The tree scripts/test.sh runs in: the real test.sh and ccache.sh, everything else a stub.
 mkdir -p "$tree/scripts" "$tree/tests" "$tree/build/bin" "$tree/bin"
 cp "$root/scripts/test.sh" "$root/scripts/ccache.sh" "$tree/scripts/"
-cp "$root/tests/ctest-costs.txt" "$tree/tests/"
+cp "$root"/tests/ctest-costs*.txt "$tree/tests/"
 for script in install-deps.sh build.sh install-check.sh; do stub "$tree/scripts/$script"; done
 # test.sh collects the fuzzers' summary lines (fuzz_NAME: ...) from fuzz.sh's output.
 stub "$tree/scripts/fuzz.sh" 'echo "fuzz_stub: 1 executions in ${1}s, no crash"'
