@@ -93,6 +93,7 @@ constexpr DeniedCall kDeniedCalls[] = {
     HH_CALL(pidfd_open, other_pid, "open a descriptor of another process"),
     HH_CALL(pidfd_send_signal, always_eperm, kSignal),
     HH_CALL(socket, not_af_unix, "open a network socket"),
+    HH_CALL(socketpair, not_af_unix, "open a network socket"),
     HH_CALL(connect, without_network, "connect a socket"),
 #ifdef __NR_fork
     HH_CALL(fork, without_processes, kProcess),
