@@ -780,6 +780,53 @@ TEST_F(Confine, ForgedViolationRecordsBlameOnlyTheirRunnerAndAreBounded) {
   expect_job_intact(r);
 }
 
+// Bytes on the violation pipe that are no record: named once as the runner's, nothing in them
+// taken as a call, and the pipe still read, so the runner's next real denial (whose record its
+// SIGSYS handler writes to the same pipe) is refused as ever and does not end it (SIGPIPE).
+TEST_F(Confine, GarbageOnTheViolationPipeIsNamedOnceAndEndsNothing) {
+  const ProcessResult r = run("hostile_violation_flood", "target = garbage");
+  EXPECT_THAT(r.out, HasSubstr("hostile: wrote garbage to descriptor 5 (read by the host)"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: after the garbage, signal 0 to host: failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_violation_flood') wrote something "
+                               "that is not a record of a denied call to its violation pipe "
+                               "(descriptor 5): ignored, with what follows it"));
+  EXPECT_EQ(count(r.out, "not a record of a denied call"), 1) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("tried to")));
+  EXPECT_THAT(r.out, Not(HasSubstr("runner process (pid")));  // never lost
+  expect_job_intact(r);
+}
+
+// Well-formed records no SIGSYS handler writes: a call of another architecture (the filter kills
+// a runner that makes one before any handler runs) and a record with an impossible field are no
+// calls; a kill marked fatal is named as the kill it is, failed with EPERM, not as one that
+// stopped the runner. Neither ends the runner.
+TEST_F(Confine, LyingViolationRecordsAreNotTakenAtTheirWord) {
+  const ProcessResult r = run("hostile_violation_flood", "target = lies");
+  EXPECT_THAT(r.out, HasSubstr("hostile: wrote 3 lying records"));
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_violation_flood') tried to signal "
+                               "another process (kill, pid 424242): denied by its capability "
+                               "policy (the call failed with EPERM)"));
+  EXPECT_THAT(r.out, HasSubstr("wrote something that is not a record of a denied call to its "
+                               "violation pipe (descriptor 5): ignored\n"));
+  EXPECT_EQ(count(r.out, "not a record of a denied call"), 1) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("another architecture")));
+  EXPECT_THAT(r.out, Not(HasSubstr("424241")));
+  EXPECT_THAT(r.out, Not(HasSubstr("424243")));
+  EXPECT_THAT(r.out, Not(HasSubstr("SIGSYS")));
+  expect_job_intact(r);
+}
+
+// A runner that dies of SIGSYS is lost with a message that names the hook and the call it made
+// (docs/isolation.md, "Confinement"), from the record its handler wrote before it died.
+TEST_F(Confine, ARunnerEndedBySigsysIsLostNamingTheHookAndItsCall) {
+  const ProcessResult r = run("hostile_unshare", "on_crash = disable");
+  EXPECT_THAT(r.out, HasSubstr("the hook's runner process (pid "));
+  EXPECT_THAT(r.out, HasSubstr(") was killed by signal 31 (SIGSYS, Bad system call) after hook "
+                               "'hostile' (plugin 'hostile_unshare') tried to create or enter a "
+                               "namespace (unshare, flags 0x10020000)"));
+  expect_job_intact(r);
+}
+
 // The benign twins: the same calls, unconfined, reach the kernel (and succeed where they can; the
 // tests run as root in some places and as a user in others, so only EPERM is ruled out where
 // permissions decide).
