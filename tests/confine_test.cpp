@@ -15,11 +15,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <regex>
 
+#include "confine/kernel_support.hpp"
 #include "process.hpp"
 #include "support/sanitizer.hpp"
 #include "test_support.hpp"
@@ -453,33 +455,54 @@ TEST_F(Confine, TheNetworkIsClosedUnlessAllowed) {
   EXPECT_EQ(listener.take(), std::nullopt);
 }
 
-// A named datagram socket (as /dev/log listens for syslog) that tells what arrived.
-class DatagramListener {
+// A unix socket the test listens on that tells what arrived: a named one (as /dev/log listens
+// for syslog), or an abstract one when the address starts with '@'.
+class UnixListener {
  public:
-  explicit DatagramListener(const fs::path& path) : path_(path) {
-    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  UnixListener(const std::string& address, int type) : type_(type) {
+    fd_ = ::socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     sockaddr_un at{};
     at.sun_family = AF_UNIX;
-    if (path.string().size() >= sizeof at.sun_path) throw std::runtime_error("path too long");
-    std::strcpy(at.sun_path, path.c_str());
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0)
-      throw std::runtime_error("cannot bind " + path.string());
+    if (address.size() >= sizeof at.sun_path) throw std::runtime_error("address too long");
+    std::memcpy(at.sun_path, address.data(), address.size());
+    const bool abstract = address[0] == '@';
+    if (abstract) at.sun_path[0] = '\0';
+    const socklen_t size =
+        abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address.size())
+                 : static_cast<socklen_t>(sizeof at);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&at), size) != 0 ||
+        (type == SOCK_STREAM && ::listen(fd_, 8) != 0))
+      throw std::runtime_error("cannot listen on " + address);
   }
-  ~DatagramListener() { ::close(fd_); }
+  ~UnixListener() { ::close(fd_); }
+  // What arrived first (a datagram, or what the first connection sent), or nullopt when nothing.
   std::optional<std::string> take() {
     char bytes[256];
-    const ssize_t n = ::recv(fd_, bytes, sizeof bytes, 0);
-    if (n < 0) return std::nullopt;
+    ssize_t n;
+    if (type_ == SOCK_STREAM) {
+      const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) return std::nullopt;
+      n = ::read(conn, bytes, sizeof bytes);
+      ::close(conn);
+      if (n < 0) n = 0;
+    } else {
+      n = ::recv(fd_, bytes, sizeof bytes, 0);
+      if (n < 0) return std::nullopt;
+    }
     return std::string(bytes, static_cast<size_t>(n));
   }
 
  private:
-  fs::path path_;
+  int type_;
   int fd_ = -1;
 };
 
+const char kDatagramDenial[] =
+    "open a datagram socket, which could send to any named socket (socketpair, AF_UNIX, "
+    "SOCK_DGRAM)";
+
 TEST_F(Confine, ADatagramToANamedSocketIsRefusedUnlessTheNetworkIsAllowed) {
-  DatagramListener listener(dir_ / "log.sock");
+  UnixListener listener((dir_ / "log.sock").string(), SOCK_DGRAM);
   const std::string path = "path = " + (dir_ / "log.sock").string();
   ProcessResult r = run("hostile_datagram", path);
   EXPECT_THAT(r.out, HasSubstr("hostile: socket(AF_UNIX, SOCK_DGRAM): failed: EPERM"));
@@ -488,9 +511,72 @@ TEST_F(Confine, ADatagramToANamedSocketIsRefusedUnlessTheNetworkIsAllowed) {
                                "(socket, AF_UNIX, SOCK_DGRAM)"));
   EXPECT_EQ(listener.take(), std::nullopt);
   expect_job_intact(r);
-  r = run("hostile_datagram", path + "\nallow_network = true");
-  EXPECT_THAT(r.out, HasSubstr("hostile: sendto(named socket): ok"));
-  EXPECT_EQ(listener.take(), "hello from hostile_datagram\n");
+  // Nor from socketpair: an address given to sendto overrides the pair's peer.
+  r = run("hostile_datagram", path + "\ntarget = pair");
+  EXPECT_THAT(r.out, HasSubstr("hostile: socketpair(AF_UNIX, SOCK_DGRAM): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr(denial({"hostile_datagram", "", "", ""}) + kDatagramDenial));
+  EXPECT_EQ(listener.take(), std::nullopt);
+  expect_job_intact(r);
+  for (const char* target : {"socket", "pair"}) {
+    SCOPED_TRACE(target);
+    r = run("hostile_datagram", path + "\ntarget = " + target + "\nallow_network = true");
+    EXPECT_THAT(r.out, HasSubstr("hostile: sendto(named socket): ok"));
+    EXPECT_EQ(listener.take(), "hello from hostile_datagram\n");
+    expect_job_intact(r);
+  }
+}
+
+// An abstract unix socket (a name in no folder, so Landlock's file rules do not see it): without
+// the network neither a connect nor a datagram reaches one, refused by the filter and named.
+TEST_F(Confine, AnAbstractSocketIsOutOfReachWithoutTheNetwork) {
+  const std::string name =
+      "@hookhost-test-" + std::to_string(::getpid()) + "-" + dir_.path().filename().string();
+  UnixListener stream(name + "-stream", SOCK_STREAM);
+  UnixListener datagram(name + "-datagram", SOCK_DGRAM);
+  ProcessResult r = run("hostile_datagram", "path = " + name + "-stream\ntarget = stream");
+  EXPECT_THAT(r.out, HasSubstr("hostile: connect(abstract socket): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr(denial({"hostile_datagram", "", "", ""}) +
+                               "connect a socket (connect): denied by its capability policy"));
+  EXPECT_EQ(stream.take(), std::nullopt);
+  expect_job_intact(r);
+  r = run("hostile_datagram", "path = " + name + "-datagram\ntarget = pair");
+  EXPECT_THAT(r.out, HasSubstr("hostile: socketpair(AF_UNIX, SOCK_DGRAM): failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr(denial({"hostile_datagram", "", "", ""}) + kDatagramDenial));
+  EXPECT_EQ(datagram.take(), std::nullopt);
+  expect_job_intact(r);
+}
+
+// With the network, abstract sockets outside the runner stay out of reach where the kernel has
+// Landlock's abstract unix socket scope (ABI 6): the kernel refuses with EPERM (not named: Landlock
+// tells no one). Below ABI 6 nothing stops them, and the job's start says so.
+TEST_F(Confine, AnAbstractSocketIsReachableWithTheNetworkOnlyBelowLandlockAbi6) {
+  const bool scoped = confine::detect_kernel_support().landlock_abi >= 6;
+  const std::string name =
+      "@hookhost-test-" + std::to_string(::getpid()) + "-" + dir_.path().filename().string();
+  UnixListener stream(name + "-stream", SOCK_STREAM);
+  UnixListener datagram(name + "-datagram", SOCK_DGRAM);
+  ProcessResult r =
+      run("hostile_datagram", "path = " + name + "-stream\ntarget = stream\nallow_network = true");
+  EXPECT_THAT(r.out, Not(HasSubstr("tried to")));
+  if (scoped) {
+    EXPECT_THAT(r.out, HasSubstr("hostile: connect(abstract socket): failed: EPERM"));
+    EXPECT_EQ(stream.take(), std::nullopt);
+  } else {
+    EXPECT_THAT(r.out, HasSubstr("hostile: connect(abstract socket): ok"));
+    EXPECT_EQ(stream.take(), "hello from hostile_datagram\n");
+    EXPECT_THAT(r.out, HasSubstr("not enforced: "));
+    EXPECT_THAT(r.out, HasSubstr("abstract unix socket scopes (Landlock ABI < 6)"));
+  }
+  expect_job_intact(r);
+  r = run("hostile_datagram", "path = " + name + "-datagram\ntarget = pair\nallow_network = true");
+  EXPECT_THAT(r.out, Not(HasSubstr("tried to")));
+  if (scoped) {
+    EXPECT_THAT(r.out, HasSubstr("hostile: sendto(abstract socket): failed: EPERM"));
+    EXPECT_EQ(datagram.take(), std::nullopt);
+  } else {
+    EXPECT_THAT(r.out, HasSubstr("hostile: sendto(abstract socket): ok"));
+    EXPECT_EQ(datagram.take(), "hello from hostile_datagram\n");
+  }
   expect_job_intact(r);
 }
 
@@ -691,6 +777,53 @@ TEST_F(Confine, ForgedViolationRecordsBlameOnlyTheirRunnerAndAreBounded) {
   EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_violation_flood') tried to "));
   EXPECT_THAT(r.out, Not(HasSubstr("hook 'trace' (plugin 'lifecycle_trace') tried to")));
   EXPECT_LE(count(r.out, "tried to"), 64);
+  expect_job_intact(r);
+}
+
+// Bytes on the violation pipe that are no record: named once as the runner's, nothing in them
+// taken as a call, and the pipe still read, so the runner's next real denial (whose record its
+// SIGSYS handler writes to the same pipe) is refused as ever and does not end it (SIGPIPE).
+TEST_F(Confine, GarbageOnTheViolationPipeIsNamedOnceAndEndsNothing) {
+  const ProcessResult r = run("hostile_violation_flood", "target = garbage");
+  EXPECT_THAT(r.out, HasSubstr("hostile: wrote garbage to descriptor 5 (read by the host)"));
+  EXPECT_THAT(r.out, HasSubstr("hostile: after the garbage, signal 0 to host: failed: EPERM"));
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_violation_flood') wrote something "
+                               "that is not a record of a denied call to its violation pipe "
+                               "(descriptor 5): ignored, with what follows it"));
+  EXPECT_EQ(count(r.out, "not a record of a denied call"), 1) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("tried to")));
+  EXPECT_THAT(r.out, Not(HasSubstr("runner process (pid")));  // never lost
+  expect_job_intact(r);
+}
+
+// Well-formed records no SIGSYS handler writes: a call of another architecture (the filter kills
+// a runner that makes one before any handler runs) and a record with an impossible field are no
+// calls; a kill marked fatal is named as the kill it is, failed with EPERM, not as one that
+// stopped the runner. Neither ends the runner.
+TEST_F(Confine, LyingViolationRecordsAreNotTakenAtTheirWord) {
+  const ProcessResult r = run("hostile_violation_flood", "target = lies");
+  EXPECT_THAT(r.out, HasSubstr("hostile: wrote 3 lying records"));
+  EXPECT_THAT(r.out, HasSubstr("hook 'hostile' (plugin 'hostile_violation_flood') tried to signal "
+                               "another process (kill, pid 424242): denied by its capability "
+                               "policy (the call failed with EPERM)"));
+  EXPECT_THAT(r.out, HasSubstr("wrote something that is not a record of a denied call to its "
+                               "violation pipe (descriptor 5): ignored\n"));
+  EXPECT_EQ(count(r.out, "not a record of a denied call"), 1) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("another architecture")));
+  EXPECT_THAT(r.out, Not(HasSubstr("424241")));
+  EXPECT_THAT(r.out, Not(HasSubstr("424243")));
+  EXPECT_THAT(r.out, Not(HasSubstr("SIGSYS")));
+  expect_job_intact(r);
+}
+
+// A runner that dies of SIGSYS is lost with a message that names the hook and the call it made
+// (docs/isolation.md, "Confinement"), from the record its handler wrote before it died.
+TEST_F(Confine, ARunnerEndedBySigsysIsLostNamingTheHookAndItsCall) {
+  const ProcessResult r = run("hostile_unshare", "on_crash = disable");
+  EXPECT_THAT(r.out, HasSubstr("the hook's runner process (pid "));
+  EXPECT_THAT(r.out, HasSubstr(") was killed by signal 31 (SIGSYS, Bad system call) after hook "
+                               "'hostile' (plugin 'hostile_unshare') tried to create or enter a "
+                               "namespace (unshare, flags 0x10020000)"));
   expect_job_intact(r);
 }
 

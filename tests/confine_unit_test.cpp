@@ -6,12 +6,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -22,10 +25,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -708,6 +713,83 @@ TEST_F(ConfineApply, TheCpuLimitIsSet) {
   });
   EXPECT_EQ(o.report, "30 30");
 }
+
+// The kernel's word on this process's speculative store-bypass mitigation (/proc/self/status).
+std::string store_bypass_line() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Speculation_Store_Bypass:", 0) == 0) return line;
+  return "(no Speculation_Store_Bypass line)";
+}
+
+#ifndef SECCOMP_FILTER_FLAG_SPEC_ALLOW
+#define SECCOMP_FILTER_FLAG_SPEC_ALLOW (1UL << 2)
+#endif
+#if defined(__x86_64__)
+constexpr uint32_t kTestArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kTestArch = AUDIT_ARCH_AARCH64;
+#endif
+
+long load_raw_filter(const std::vector<sock_filter>& code, unsigned long flags) {
+  sock_fprog program{static_cast<unsigned short>(code.size()),
+                     const_cast<sock_filter*>(code.data())};
+  return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program);
+}
+
+#if defined(__x86_64__) || defined(__aarch64__)
+// A filter of the test's own, loaded first: a later seccomp(SECCOMP_SET_MODE_FILTER) that hands a
+// program (libseccomp's probes of a flag hand none) without SECCOMP_FILTER_FLAG_SPEC_ALLOW fails
+// with EBADMSG. So whoever loads a filter after it shows which flag it passed.
+long refuse_filters_without_spec_allow() {
+  constexpr uint32_t kArgs = offsetof(seccomp_data, args);
+  constexpr uint32_t kLow = 0;  // the low half of a 64-bit argument (little-endian)
+  const std::vector<sock_filter> code = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kTestArch, 0, 11),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 9),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArgs + kLow),  // the operation
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_SET_MODE_FILTER, 0, 7),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArgs + 16 + kLow),  // the program's address
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArgs + 16 + 4),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 3, 0),  // no program: a probe, the kernel answers
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArgs + 8 + kLow),  // the flags
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_SPEC_ALLOW, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EBADMSG & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return load_raw_filter(code, SECCOMP_FILTER_FLAG_SPEC_ALLOW);
+}
+
+// The filter does not turn on the kernel's store-bypass mitigation (docs/isolation.md,
+// "Confinement"): the confined process reports what the unconfined one does, and the filter is
+// loaded with SECCOMP_FILTER_FLAG_SPEC_ALLOW, which is what keeps a kernel whose mitigation mode
+// is "seccomp" from turning it on (a kernel in "prctl" mode, or not vulnerable, reports the same
+// line either way: the flag is what this test can see there).
+TEST_F(ConfineApply, TheFilterLeavesTheStoreBypassMitigationAsItWas) {
+  const std::string unconfined = store_bypass_line();
+  const Outcome o = confined(policy_, [] { return store_bypass_line(); });
+  EXPECT_TRUE(exited_cleanly(o)) << o.report;
+  EXPECT_EQ(o.report, unconfined);
+
+  const Outcome flagged = in_child([&](int violation_fd) -> std::string {
+    if (refuse_filters_without_spec_allow() != 0) return "test filter: " + errno_name(errno);
+    // The test's filter bites: an allow-all program loaded without the flag is refused.
+    const std::vector<sock_filter> allow_all = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    std::string text = "without the flag " + result(load_raw_filter(allow_all, 0));
+    if (std::string error = apply_policy(policy_, violation_fd); !error.empty())
+      return text + ", apply: " + error;
+    return text + ", applied, " + store_bypass_line();
+  });
+  if (flagged.report == "test filter: EINVAL")
+    GTEST_SKIP() << "this kernel has no SECCOMP_FILTER_FLAG_SPEC_ALLOW (Linux < 4.17)";
+  EXPECT_TRUE(exited_cleanly(flagged)) << flagged.report;
+  EXPECT_EQ(flagged.report, "without the flag EBADMSG, applied, " + unconfined);
+}
+#endif
 
 TEST(ConfineViolation, DescribesRecords) {
   auto record = [](int nr, std::initializer_list<uint64_t> args) {

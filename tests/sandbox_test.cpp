@@ -3,6 +3,7 @@
 // lost hook gets no further call, a restart brings it back with its state, and a well-behaved
 // hook produces exactly what it produces in process. No test asserts a duration.
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spdlog/sinks/base_sink.h>
@@ -40,6 +41,9 @@
 namespace hookhost::testing {
 namespace {
 namespace HOOKHOST_TEST_FILE {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr auto kHangTimeout = std::chrono::milliseconds(300);
 // Generous: only a hook that hangs on purpose should ever reach it.
@@ -1088,6 +1092,106 @@ TEST(SandboxTest, FedViewsCrossSoTheHostsChecksSeeWhatThePluginGave) {
   std::string why;
   ASSERT_TRUE(sandbox::decode_view(in, decoded, &why));
   EXPECT_FALSE(decoded.present);
+}
+
+// ---- values a runner cannot take as the workload holds them --------------------------------
+
+// A view of `data` the workload holds (Tensor::borrow: no copy, the strides kept).
+Tensor held_view(hh_dtype dtype, const void* data, size_t byte_size, uint32_t rank,
+                 const int64_t* shape, const int64_t* strides,
+                 hh_device device = {HH_DEVICE_CPU, 0}) {
+  hh_tensor view;
+  hh_tensor_init(&view);
+  view.name = "";
+  view.dtype = dtype;
+  view.rank = rank;
+  view.shape = shape;
+  view.strides = strides;
+  view.data = data;
+  view.byte_size = byte_size;
+  view.device = device;
+  return Tensor::borrow(view, nullptr);
+}
+
+// A strided fetched value reaches a sandboxed hook contiguous, its elements in their logical order
+// (docs/isolation.md, "Limits"); the in-process twin gets the strides. (String tensors have no
+// strides: the host refuses them.)
+TEST(SandboxTest, AStridedFetchedValueArrivesContiguousInItsLogicalOrder) {
+  static const float six[6] = {1, 2, 3, 4, 5, 6};
+  static const int64_t matrix_shape[2] = {3, 2}, matrix_strides[2] = {1, 3};  // 2x3, transposed
+  for (const bool sandboxed : {true, false}) {  // one at a time: both would feed the same names
+    SCOPED_TRACE(sandboxed ? "sandboxed" : "in process");
+    Sandbox sandbox;
+    sandbox.session.script().values["weights"] = [](int64_t) {
+      return Value(held_view(HH_DTYPE_F32, six, sizeof six, 2, matrix_shape, matrix_strides));
+    };
+    const auto params = sandbox.faulty_params("ok", "none", 0);
+    if (sandboxed)
+      sandbox.add_sandboxed("hook", "faulty", params, with_timeout(kCalmTimeout));
+    else
+      sandbox.add_in_process("hook", "faulty", params);
+    const JobResult result = sandbox.runtime().run_to_end();
+    EXPECT_EQ(result.outcome, Outcome::completed) << result.reason;
+    EXPECT_FALSE(sandbox.report("hook").disabled) << sandbox.report("hook").failure;
+    sandbox.finish();
+    const auto after = starting_with(sandbox.trace_lines(), "hook after_run gs=0 ");
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0], "hook after_run gs=0 live=1 values=loss:f32[10],weights:f32[1 4 2 5 3 6]" +
+                            std::string(sandboxed ? "" : "(strided)") +
+                            ",tag:string['step-1' 'x\\x00y']");
+  }
+}
+
+// The CUDA tensor of a workload: device memory the host never reads, a host copy when asked.
+Tensor on_device(bool with_host_copy) {
+  static const float device_bytes[2] = {-1.0f, -1.0f};  // stands for device memory
+  static const int64_t shape[1] = {2};
+  Tensor value = held_view(HH_DTYPE_F32, device_bytes, sizeof device_bytes, 1, shape, nullptr,
+                           hh_device{HH_DEVICE_CUDA, 0});
+  if (!with_host_copy) return value;
+  return Tensor::with_host_copy(std::move(value), Tensor::vector_f32({1.5f, 2.5f}));
+}
+
+// A value on a device reaches no sandboxed hook, even one whose plugin declares it takes device
+// values: its after_run is refused naming the value, the device, why and what to do, and the
+// in-process twin gets the device's view. A host copy the workload made is handed instead.
+TEST(SandboxTest, ADeviceValueIsRefusedToASandboxedHookWhateverItDeclares) {
+  for (const bool with_copy : {false, true}) {
+    SCOPED_TRACE(with_copy ? "with a host copy" : "no host copy");
+    Sandbox sandbox;
+    sandbox.session.script().values["w"] = [with_copy](int64_t) {
+      return Value(on_device(with_copy));
+    };
+    const std::multimap<std::string, std::string> params = {
+        {"trace", sandbox.trace().string()}, {"fetch", "w"}, {"takes_device", "true"}};
+    sandbox.add_sandboxed("sandboxed", "c_recorder", params, with_timeout(kCalmTimeout));
+    sandbox.add_in_process("in_process", "c_recorder", params);
+    sandbox.runtime().run_to_end();
+    const HookReport sandboxed = sandbox.report("sandboxed");
+    const HookReport in_process = sandbox.report("in_process");
+    sandbox.finish();
+    const std::vector<std::string> lines = sandbox.trace_lines();
+    // c_recorder logs the first element, 0 for a value that is not in host memory.
+    EXPECT_FALSE(in_process.disabled) << in_process.failure;
+    EXPECT_EQ(starting_with(lines, "in_process after_run ").size(), 5u);
+    EXPECT_THAT(starting_with(lines, "in_process after_run "), ::testing::Each(HasSubstr("w:0")));
+    if (!with_copy) {
+      EXPECT_TRUE(sandboxed.disabled);
+      EXPECT_THAT(
+          sandboxed.failure,
+          HasSubstr(
+              "the fetched value 'w' lives on cuda:0, and a sandboxed hook takes "
+              "values in host memory only (device memory cannot be mapped into its runner "
+              "process): run it with isolation = in_process, or have the workload hand a host "
+              "copy of the value"));
+      EXPECT_TRUE(starting_with(lines, "sandboxed after_run ").empty());
+    } else {
+      EXPECT_FALSE(sandboxed.disabled) << sandboxed.failure;
+      EXPECT_EQ(starting_with(lines, "sandboxed after_run ").size(), 5u);
+      EXPECT_THAT(starting_with(lines, "sandboxed after_run "),
+                  ::testing::Each(HasSubstr("w:1.5")));
+    }
+  }
 }
 
 }  // namespace HOOKHOST_TEST_FILE

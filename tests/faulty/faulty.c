@@ -443,6 +443,9 @@ static hh_status f_after_run(hh_hook* hook, const hh_run_context* ctx, const hh_
       }
     }
     if (n > 0 && (size_t)n < sizeof text) n += snprintf(text + n, sizeof text - (size_t)n, "]");
+    /* A value handed with strides says so (the elements above are in their logical order). */
+    if (v->strides && n > 0 && (size_t)n < sizeof text)
+      n += snprintf(text + n, sizeof text - (size_t)n, "(strided)");
   }
   trace(f, text);
   ++f->after_runs;

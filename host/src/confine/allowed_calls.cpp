@@ -97,7 +97,7 @@ constexpr AllowedCall kAllowed[] = {
     {"utime", AllowedWhen::with_metadata}, {"utimes", AllowedWhen::with_metadata},
     {"futimesat", AllowedWhen::with_metadata}, {"utimensat", AllowedWhen::with_metadata},
     // Sockets: its channels and socket pairs; others with the network.
-    {"socket", AllowedWhen::af_unix}, {"socketpair", AllowedWhen::always},
+    {"socket", AllowedWhen::af_unix}, {"socketpair", AllowedWhen::af_unix},
     {"sendmsg", AllowedWhen::always}, {"recvmsg", AllowedWhen::always},
     {"sendmmsg", AllowedWhen::always}, {"recvmmsg", AllowedWhen::always},
     {"sendto", AllowedWhen::always}, {"recvfrom", AllowedWhen::always},

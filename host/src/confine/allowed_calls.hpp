@@ -12,7 +12,8 @@ enum class AllowedWhen {
   always,
   own_pid,          // its first argument is the runner's pid (signals: 0 and negatives are groups)
   own_pid_or_zero,  // its first argument is 0 or the runner's pid (0: the caller itself)
-  af_unix,          // socket(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET), any socket with the network
+  af_unix,          // socket() or socketpair() of AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET; any
+                    // with the network
   with_network,
   with_processes,
   clone_thread,   // clone with CLONE_THREAD and no CLONE_NEW*; any clone without CLONE_NEW* with

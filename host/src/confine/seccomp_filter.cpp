@@ -100,7 +100,8 @@ std::string load_seccomp_filter(const CapabilityPolicy& policy, int landlock_abi
           allow({});
         } else {
           // Stream and packet sockets reach nothing without connect; a datagram socket's sendto
-          // reaches any named socket (/dev/log), so datagrams come only from socketpair.
+          // reaches any named socket (/dev/log), one from socketpair() too (an address given to
+          // sendto overrides its peer), so neither call makes one.
           for (uint64_t type : {uint64_t{SOCK_STREAM}, uint64_t{SOCK_SEQPACKET}})
             allow({SCMP_A0(SCMP_CMP_EQ, uint64_t{AF_UNIX}, 0),
                    SCMP_A1(SCMP_CMP_MASKED_EQ, kSocketTypeMask, type)});

@@ -93,6 +93,7 @@ constexpr DeniedCall kDeniedCalls[] = {
     HH_CALL(pidfd_open, other_pid, "open a descriptor of another process"),
     HH_CALL(pidfd_send_signal, always_eperm, kSignal),
     HH_CALL(socket, not_af_unix, "open a network socket"),
+    HH_CALL(socketpair, not_af_unix, "open a network socket"),
     HH_CALL(connect, without_network, "connect a socket"),
 #ifdef __NR_fork
     HH_CALL(fork, without_processes, kProcess),
@@ -406,6 +407,12 @@ bool names_file_denials(bool processes_allowed) {
 #endif
 }
 
+bool plausible_violation(const ViolationRecord& record) {
+  return record.magic == kViolationMagic && record.arch == kNativeArch &&
+         (record.path_bytes == 0 || find_file_call(record.nr)) && record.writes <= 1 &&
+         record.fatal <= 1;
+}
+
 void ViolationReader::append(const char* bytes, size_t size) {
   if (corrupt_) return;
   pending_.erase(0, used_);
@@ -418,7 +425,8 @@ bool ViolationReader::next(Violation* out) {
   ViolationRecord record;
   std::memcpy(&record, pending_.data() + used_, sizeof record);
   if (record.magic != kViolationMagic || record.path_bytes > kMaxViolationPathBytes) {
-    corrupt_ = true;  // no framing to trust past this: pass it on as read, paths dropped
+    corrupt_ = true;  // no framing to trust past this: pass it on as no record, paths dropped
+    record.magic = 0;
     record.path_bytes = 0;
     *out = Violation{record, {}, {}};
     return true;

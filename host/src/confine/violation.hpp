@@ -36,9 +36,9 @@ struct Violation {
   std::string second_path;  // the other name of a rename or link
 };
 
-// Splits the bytes read from a runner's violation pipe into records. A record whose path length
-// is out of range is passed on as read, without paths, and ends the reading (`corrupt()`): what
-// follows cannot be framed.
+// Splits the bytes read from a runner's violation pipe into records. A record whose magic or
+// path length is wrong is passed on as read, without paths, and ends the reading (`corrupt()`):
+// what follows cannot be framed, and is dropped as it comes.
 class ViolationReader {
  public:
   void append(const char* bytes, size_t size);
@@ -50,6 +50,12 @@ class ViolationReader {
   size_t used_ = 0;
   bool corrupt_ = false;
 };
+
+// Whether a record read from a runner could have come from its SIGSYS handler: the magic, this
+// architecture (a call of another one kills the runner before any handler runs), a path only on a
+// call on files. The rest is the runner's word, which its plugins own: the host takes `fatal`
+// from is_fatal(), never from the record.
+bool plausible_violation(const ViolationRecord& record);
 
 // "attach a debugger to a process" / "ptrace" / "pid 1234".
 struct ViolationText {

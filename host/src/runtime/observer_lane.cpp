@@ -357,7 +357,10 @@ bool ObserverLane::pick_values(const ObservedStep& step, const std::vector<std::
     const hh_device device = value->device();
     if (device.type != HH_DEVICE_CPU && !slot_.hook.dispatch().accepts_device(device)) {
       if (!value->host_copy()) {
-        post(Callback::after_run, CallResult{HH_ERROR, 0, undeclared_device_refusal(name, device)},
+        post(Callback::after_run,
+             CallResult{HH_ERROR, 0,
+                        undeclared_device_refusal(name, device,
+                                                  slot_.hook.dispatch().device_limit(device))},
              global_step);
         return false;
       }

@@ -48,9 +48,11 @@ std::string device_name(hh_device d) {
 
 }  // namespace
 
-std::string undeclared_device_refusal(const std::string& name, hh_device device) {
-  return "the fetched value '" + name + "' lives on " + device_name(device) +
-         ", and this hook does not declare that it takes device values (extension " +
+std::string undeclared_device_refusal(const std::string& name, hh_device device,
+                                      const std::string& limit) {
+  const std::string head = "the fetched value '" + name + "' lives on " + device_name(device);
+  if (!limit.empty()) return head + ", and " + limit;
+  return head + ", and this hook does not declare that it takes device values (extension " +
          HH_EXTENSION_DEVICE_VALUES + ")";
 }
 
@@ -271,7 +273,7 @@ std::string StepEngine::device_refusal(Slot& slot, const std::string& name, cons
   const bool accepted = slot.hook.dispatch().accepts_device(device);
   running_.leave();
   if (accepted) return {};
-  return undeclared_device_refusal(name, device);
+  return undeclared_device_refusal(name, device, slot.hook.dispatch().device_limit(device));
 }
 
 // The views of the values a hook fetched, in views_buffer_. False when the call must not be

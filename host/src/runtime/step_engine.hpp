@@ -36,8 +36,10 @@ class ObserverWorker;
 std::string join_names(const std::vector<std::string>& items);
 
 // Why an after_run is refused: the fetched value `name` lives on `device` (not the CPU), and the
-// hook does not declare that it takes device values.
-std::string undeclared_device_refusal(const std::string& name, hh_device device);
+// hook does not declare that it takes device values, or its tier takes none (`limit`, its
+// HookDispatch::device_limit, when not empty).
+std::string undeclared_device_refusal(const std::string& name, hh_device device,
+                                      const std::string& limit = {});
 
 // The job's failure when the workload's step left out a tensor a hook fetched.
 std::string missing_fetch_failure(const std::string& name);

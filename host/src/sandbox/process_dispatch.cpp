@@ -197,8 +197,13 @@ class ProcessDispatchImpl final : public ProcessDispatch, public ObservedExchang
     return (implements_ >> static_cast<unsigned>(callback)) & 1u;
   }
   // Device memory cannot be mapped into another process: a sandboxed hook takes CPU values only,
-  // and the runtime refuses it the others with its usual message.
+  // whatever its plugin declares, and the runtime's refusal says so.
   bool accepts_device(hh_device device) override { return device.type == HH_DEVICE_CPU; }
+  std::string device_limit(hh_device) const override {
+    return "a sandboxed hook takes values in host memory only (device memory cannot be mapped "
+           "into its runner process): run it with isolation = in_process, or have the workload "
+           "hand a host copy of the value";
+  }
 
   CallResult begin() override {
     std::lock_guard calls(group_->calls_mutex());

@@ -123,8 +123,27 @@ std::string RunnerGroup::violation_subject() const {
   return "a hook in " + runner_words(false);
 }
 
-void RunnerGroup::report_violation(const confine::Violation& violation) {
-  const confine::ViolationRecord& record = violation.record;
+void RunnerGroup::report_violation(const confine::Violation& read) {
+  if (members_.empty()) return;  // nobody left to tell
+  if (!confine::plausible_violation(read.record)) {
+    // No SIGSYS handler wrote it: a plugin did, on the runner's descriptor 5. Said once per
+    // runner, and nothing in it is taken as a call.
+    if (!malformed_violation_said_)
+      violation_log(HH_LOG_WARN,
+                    violation_subject() +
+                        " wrote something that is not a record of a denied call to its violation "
+                        "pipe (descriptor " +
+                        std::to_string(confine::kRunnerViolationFd) + "): ignored" +
+                        (read.record.magic == confine::kViolationMagic
+                             ? ""
+                             : ", with what follows it (nothing after it can be framed)"));
+    malformed_violation_said_ = true;
+    return;
+  }
+  confine::Violation violation = read;
+  confine::ViolationRecord& record = violation.record;
+  // The record's claim that the call ends the runner is the runner's word: the table decides.
+  record.fatal = confine::is_fatal(record.nr, record.args) ? 1 : 0;
   const bool file_call = record.path_bytes > 0 && confine::find_file_call(record.nr);
   // An EACCES on a path the policy gives was the file's own permissions, not the policy.
   if (file_call && options_.policy &&
@@ -132,7 +151,6 @@ void RunnerGroup::report_violation(const confine::Violation& violation) {
       (violation.second_path.empty() ||
        confine::policy_allows(*options_.policy, process_.pid(), violation.second_path, true)))
     return;
-  if (members_.empty()) return;  // nobody left to tell
   const confine::ViolationText text = confine::describe_violation(violation);
   std::string words = violation_subject() + " tried to " + text.what + " (" + text.call;
   if (!text.detail.empty()) words += ", " + text.detail;
@@ -239,6 +257,7 @@ void RunnerGroup::spawn() {
   }
   {
     std::lock_guard lock(members_mutex_);
+    fatal_violation_.clear();  // a record of an earlier runner never names this one's end
     register_runner(process_.pid(),
                     name_.empty() && !members_.empty()
                         ? "hook '" + members_.begin()->second.hook_name + "''s runner"

@@ -119,6 +119,7 @@ class RunnerGroup {
   std::set<std::string> violations_seen_;  // across restarts: once per distinct attempt
   bool violations_capped_ = false;         // the cap on violations_seen_ was reached and said
   std::string fatal_violation_;            // the last fatal one's words, for the loss message
+  bool malformed_violation_said_ = false;  // bytes that were no record were read and said
   mutable std::mutex members_mutex_;       // the I/O thread reads the members
   std::map<uint32_t, Member> members_;
   uint32_t next_id_ = 1;

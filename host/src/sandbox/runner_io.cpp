@@ -145,7 +145,8 @@ void RunnerIo::drain_violations() {
       ++violations_in_window_;
       routing_.violation(violation);
     }
-    if (violation_reader_.corrupt()) violations_.reset();  // nothing after it can be framed
+    // Past a record that is not one nothing can be framed: what follows is read and dropped, the
+    // pipe kept open, so a later denied call's record does not end its runner with SIGPIPE.
   }
 }
 

@@ -235,6 +235,7 @@ class RecordingDispatch final : public HookDispatch {
   uint32_t state_version() const override { return inner_->state_version(); }
   bool implements(Callback callback) const override { return inner_->implements(callback); }
   bool accepts_device(hh_device device) override { return inner_->accepts_device(device); }
+  std::string device_limit(hh_device device) const override { return inner_->device_limit(device); }
   CallResult begin() override {
     return record(begin_call(start_step_), [&] { return inner_->begin(); });
   }

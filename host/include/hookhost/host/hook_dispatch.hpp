@@ -46,6 +46,13 @@ class HookDispatch {
   // True when the hook takes fetched values on `device` (always for the CPU; otherwise only when
   // it offers the extension hh.device-values/1 and its accepts() says so).
   virtual bool accepts_device(hh_device device) = 0;
+  // Why this tier takes no values on `device` whatever the plugin declares, in words that follow
+  // "and " (a sandboxed hook's runner cannot map device memory); "" when the plugin's declaration
+  // decides. The runtime's refusal then says this instead of the missing declaration.
+  virtual std::string device_limit(hh_device device) const {
+    (void)device;
+    return {};
+  }
   virtual CallResult begin() = 0;
   virtual CallResult after_create_session(const hh_session_info& session) = 0;
   virtual CallResult before_run(const hh_run_context& context, hh_run_request& request) = 0;
