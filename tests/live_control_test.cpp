@@ -233,6 +233,20 @@ TEST_F(LiveControlTest, RefusedAttachesNameTheirCauseAndTheJobGoesOn) {
   EXPECT_THAT(done.out, Not(HasSubstr("bad ")));
 }
 
+// A hook that saved no state is not said to be recreated with one.
+TEST_F(LiveControlTest, SetOfAHookThatSavedNoStateSaysSo) {
+  auto job =
+      start(slow_job("[hook.logger]\nplugin = logging_tensor\ntensors = loss\n"
+                     "every_n_iter = 1000\n"));
+  const ProcessResult set = ctl({"set", "logger.every_n_iter=500"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_THAT(set.out, AllOf(HasSubstr("hook 'logger' recreated (its old instance had saved no "
+                                       "state) at global step "),
+                             Not(HasSubstr("with its saved state"))));
+  const ProcessResult done = stop(*job);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+}
+
 // A full disk under the run record: the change is made and the client is told so, with the
 // record's failure; never "queued" for a hook that already runs.
 TEST_F(LiveControlTest, AChangeMadeWhileTheRunRecordCannotBeWrittenIsAnsweredAsMadeWithAWarning) {

@@ -439,9 +439,10 @@ Reply LiveControl::set(const std::vector<std::string>& words) {
             changes_.push_back(o);
           }
         }
-        const std::string text = "set " + change_text + ": hook '" + name +
-                                 "' recreated with its saved state at global step " +
-                                 std::to_string(runtime.progress().global_step);
+        const std::string text =
+            "set " + change_text + ": hook '" + name + "' recreated " +
+            (state ? "with its saved state" : "(its old instance had saved no state)") +
+            " at global step " + std::to_string(runtime.progress().global_step);
         return {true, text + emit(RunEvent::Kind::set, name, text) + "\n"};
       },
       setup_.change_wait, "queued: '" + name + "' is recreated at the next step boundary");
