@@ -477,7 +477,7 @@ class PyJob {
       job_ = std::make_unique<hookhost::Job>(std::move(options));
     }
     session_->on_interrupt([this](const std::string& why) {
-      job_->runtime().request_stop(HH_STOP_CAUSE_SIGNAL, why);
+      if (job_) job_->runtime().request_stop(HH_STOP_CAUSE_SIGNAL, why);
     });
   }
 
@@ -490,14 +490,15 @@ class PyJob {
   }
 
   bool start() {
+    hookhost::Job& running = job();
     py::gil_scoped_release release;
-    return job_->runtime().start();
+    return running.runtime().start();
   }
 
   // One step around `step(feeds, *args, **kwargs)`; returns what it returned. The step's own
   // exception is raised again here, after the hooks' step has ended.
   py::object run(py::object step, py::tuple args, py::dict kwargs) {
-    hookhost::Runtime& runtime = job_->runtime();
+    hookhost::Runtime& runtime = job().runtime();
     if (in_run_)
       throw std::logic_error(
           "run() called while this session's run() runs (from its step, one of its hooks or "
@@ -516,37 +517,52 @@ class PyJob {
     return returned ? returned : py::none();  // None: the step was called off
   }
 
-  bool should_stop() const { return job_->runtime().should_stop(); }
-  int64_t global_step() const { return job_->session().global_step(); }
-  std::string run_dir() const { return job_->run_dir().string(); }
+  bool should_stop() const { return !job_ || job_->runtime().should_stop(); }
+  int64_t global_step() const { return job_ ? job_->session().global_step() : closed_.global_step; }
+  std::string run_dir() const { return job_ ? job_->run_dir().string() : closed_.run_dir; }
 
   void request_stop(const std::string& reason, bool signal) {
-    job_->runtime().request_stop(signal ? HH_STOP_CAUSE_SIGNAL : HH_STOP_CAUSE_HOOK, reason);
+    job().runtime().request_stop(signal ? HH_STOP_CAUSE_SIGNAL : HH_STOP_CAUSE_HOOK, reason);
   }
-  void request_checkpoint(const std::string& reason) { job_->runtime().request_checkpoint(reason); }
+  void request_checkpoint(const std::string& reason) { job().runtime().request_checkpoint(reason); }
   // hookhost ctl's requests; waits for the step boundary without the GIL the loop needs.
   std::pair<bool, std::string> control(const std::vector<std::string>& words) {
     hookhost::ControlReply reply;
+    hookhost::Job& running = job();
     {
       py::gil_scoped_release release;
-      reply = job_->control(words);
+      reply = running.control(words);
     }
     return {reply.ok, reply.text};
   }
-  void fail(const std::string& reason) { job_->runtime().fail_job(reason); }
-  void complete(const std::string& reason) { job_->runtime().complete(reason); }
+  void fail(const std::string& reason) { job().runtime().fail_job(reason); }
+  void complete(const std::string& reason) { job().runtime().complete(reason); }
 
+  // Ends the job, and lets it go at once: the run folder's lock and the control socket are free
+  // when close() returns, not when Python collects the session. What a closed session still
+  // answers (reports, the last checkpoint, the step, the folder) is kept.
   py::dict close() {
+    hookhost::Job& running = job();
     hookhost::JobResult result;
     {
       py::gil_scoped_release release;
-      result = job_->runtime().close();
+      result = running.runtime().close();
+    }
+    g_releases.now();
+    closed_.reports = reports();
+    closed_.last_checkpoint = last_checkpoint();
+    closed_.global_step = global_step();
+    closed_.run_dir = run_dir();
+    {
+      py::gil_scoped_release release;
+      job_.reset();
     }
     g_releases.now();
     return result_dict(result);
   }
 
   py::list reports() const {
+    if (!job_) return closed_.reports;
     py::list out;
     for (const auto& r : job_->runtime().reports()) {
       py::dict d;
@@ -595,6 +611,7 @@ class PyJob {
   };
 
   std::optional<std::string> last_checkpoint() const {
+    if (!job_) return closed_.last_checkpoint;
     auto written = job_->runtime().last_checkpoint();
     if (!written) return std::nullopt;
     return written->file.string();
@@ -604,8 +621,19 @@ class PyJob {
   std::shared_ptr<spdlog::logger> logger_;
   std::unique_ptr<StepSession> session_;  // outlives the job, which runs around it
   std::unique_ptr<hookhost_python::AgreedStepSession> agreed_;  // around session_, when several
-  std::unique_ptr<hookhost::Job> job_;
-  bool in_run_ = false;  // in run(), on the thread that holds the GIL when it checks
+  std::unique_ptr<hookhost::Job> job_;  // null once closed
+  struct Closed {
+    py::list reports;
+    std::optional<std::string> last_checkpoint;
+    int64_t global_step = 0;
+    std::string run_dir;
+  } closed_;
+  bool in_run_ = false;
+
+  hookhost::Job& job() const {
+    if (!job_) throw std::logic_error("the session is closed");
+    return *job_;
+  }  // in run(), on the thread that holds the GIL when it checks
 };
 
 }  // namespace
