@@ -621,7 +621,7 @@ class PyJob {
   std::shared_ptr<spdlog::logger> logger_;
   std::unique_ptr<StepSession> session_;  // outlives the job, which runs around it
   std::unique_ptr<hookhost_python::AgreedStepSession> agreed_;  // around session_, when several
-  std::unique_ptr<hookhost::Job> job_;  // null once closed
+  std::unique_ptr<hookhost::Job> job_;                          // null once closed
   struct Closed {
     py::list reports;
     std::optional<std::string> last_checkpoint;
