@@ -573,7 +573,7 @@ long count_of(const std::string& text, const std::string& needle) {
 // are counted: at least the step whose before_run asked, at most queue + 2 (observers.md,
 // limits.md: that step, the queue, and the step the training thread ran and waits to queue under
 // policy = block), every other step delivered.
-TEST_F(ObserverRuntime, ANameAskedLateMissesAtMostQueuePlusOneStepsEachCounted) {
+TEST_F(ObserverRuntime, ANameAskedLateMissesAtMostQueuePlusTwoStepsEachCounted) {
   workload_.script().values["late"] = [](int64_t step) { return Value(step); };
   auto rt = make_runtime();
   constexpr int kQueue = 4;
