@@ -233,15 +233,17 @@ TEST_F(LiveControlTest, RefusedAttachesNameTheirCauseAndTheJobGoesOn) {
   EXPECT_THAT(done.out, Not(HasSubstr("bad ")));
 }
 
-// A hook that saved no state is not said to be recreated with one.
+// A hook that saved no state is not said to be recreated with one (its name longer than a
+// small-string buffer, in the request and in the answer).
 TEST_F(LiveControlTest, SetOfAHookThatSavedNoStateSaysSo) {
-  auto job =
-      start(slow_job("[hook.logger]\nplugin = logging_tensor\ntensors = loss\n"
-                     "every_n_iter = 1000\n"));
-  const ProcessResult set = ctl({"set", "logger.every_n_iter=500"});
+  const std::string name = "logger_whose_name_is_longer_than_any_small_string_buffer";
+  auto job = start(slow_job("[hook." + name +
+                            "]\nplugin = logging_tensor\ntensors = loss\nevery_n_iter = 1000\n"));
+  const ProcessResult set = ctl({"set", name + ".every_n_iter=500"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
-  EXPECT_THAT(set.out, AllOf(HasSubstr("hook 'logger' recreated (its old instance had saved no "
-                                       "state) at global step "),
+  EXPECT_THAT(set.out, AllOf(HasSubstr("set " + name + ".every_n_iter=500: hook '" + name +
+                                       "' recreated (its old instance had saved no state) at "
+                                       "global step "),
                              Not(HasSubstr("with its saved state"))));
   const ProcessResult done = stop(*job);
   EXPECT_EQ(done.exit_code, 0) << done.err;
