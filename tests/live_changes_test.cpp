@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "process.hpp"
 #include "counting_session.hpp"
+#include "process.hpp"
 #include "test_support.hpp"
 
 namespace hookhost::testing {
@@ -176,6 +176,9 @@ TEST_F(LiveChanges, SetsAndRefusedAttachesLeaveNoDescriptorOpen) {
   EXPECT_FALSE(replies[4].ok);
   EXPECT_FALSE(replies[5].ok);
   job->runtime().run({"loss"});
+  // A retired runner's last descriptor may close a moment after its change ran (the sanitizer
+  // suite saw one still open, about one run in ten); none may stay open.
+  wait_until([&] { return open_descriptors() == before; }, std::chrono::seconds(5));
   EXPECT_EQ(open_descriptors(), before);
   EXPECT_THAT(trace_lines("rec after_run").back(), HasSubstr("values=loss:"));
 }
